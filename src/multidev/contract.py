@@ -1,0 +1,196 @@
+"""The backend contract: the few primitives that differ per framework.
+
+An adapter is any object with these attributes (structural typing: it need not inherit).
+``AdapterBase`` supplies defaults that suit most frameworks. The core has already
+checked devices, matched dtypes and normalised arguments before it calls an op, so an
+op receives native tensors of one dtype on one device and returns a native tensor that
+stays on that device.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .device import Device
+from .dtypes import DType
+
+__all__ = ["CAPABILITIES", "Adapter", "AdapterBase", "OpTable"]
+
+#: Capabilities an adapter may declare. Conformance tests needing a missing one are skipped.
+CAPABILITIES = frozenset(
+    {
+        "autograd",  # records operations and computes gradients
+        "gpu",  # written against the framework's CUDA API (GPUs may still be absent)
+        "multi_device",  # several devices of one kind (TensorFlow logical CPUs, MXNet cpu(i))
+        "bfloat16",
+        "float16",
+        "float64",
+        "dlpack",  # exchanges tensors zero-copy through DLPack
+    }
+)
+
+
+@runtime_checkable
+class OpTable(Protocol):
+    """Native operations. Every callable takes and returns native tensors."""
+
+    # binary, elementwise (same dtype, same device): Python-operator semantics
+    add: Any
+    subtract: Any
+    multiply: Any
+    divide: Any
+    floor_divide: Any
+    remainder: Any
+    pow: Any
+    matmul: Any
+    maximum: Any
+    minimum: Any
+    equal: Any
+    not_equal: Any
+    less: Any
+    less_equal: Any
+    greater: Any
+    greater_equal: Any
+    logical_and: Any
+    logical_or: Any
+    # unary
+    negative: Any
+    abs: Any
+    exp: Any
+    log: Any
+    sqrt: Any
+    sin: Any
+    cos: Any
+    tanh: Any
+    sigmoid: Any
+    relu: Any
+    floor: Any
+    logical_not: Any
+    # ops with arguments
+    sum: Any  # (x, axis: tuple[int, ...] | None, keepdims: bool)
+    mean: Any
+    max: Any
+    min: Any
+    prod: Any
+    argmax: Any  # (x, axis: int | None, keepdims: bool)
+    argmin: Any
+    reshape: Any  # (x, shape: tuple[int, ...])
+    permute_dims: Any  # (x, axes: tuple[int, ...])
+    concat: Any  # (xs: list, axis: int)
+    stack: Any  # (xs: list, axis: int)
+    where: Any  # (cond, a, b), cond bool
+    clip: Any  # (x, min: float | None, max: float | None)
+    softmax: Any  # (x, axis: int)
+    log_softmax: Any  # (x, axis: int)
+    getitem: Any  # (x, key): key holds ints, slices, None, Ellipsis, native tensors
+    astype: Any  # (x, dtype: DType)
+    copy: Any  # (x) -> a new tensor with equal values
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What a backend provides. Names follow the framework's import name."""
+
+    name: str
+    capabilities: frozenset[str]
+    ops: OpTable
+    tensor_types: tuple[type, ...]  # native tensor classes, for isinstance checks
+
+    def version(self) -> str: ...
+
+    # devices
+    def devices(self) -> Sequence[Device]: ...
+    def device_set(self) -> frozenset[Device]: ...
+    def num_gpus(self) -> int: ...
+    def default_device(self) -> Device: ...
+    def native_device(self, dev: Device) -> Any: ...
+    def parse_native_device(self, obj: Any) -> Device | None: ...
+    def device_of(self, x: Any) -> Device: ...
+    def scope(self, dev: Device) -> AbstractContextManager: ...
+    #: devices whose ops must run inside ``scope(dev)`` to stay there (TensorFlow)
+    scoped_devices: frozenset[Device]
+
+    # tensors
+    def dtype_of(self, x: Any) -> DType: ...
+    def native_dtype(self, dt: DType) -> Any: ...
+    def shape_of(self, x: Any) -> tuple[int, ...]: ...
+    def from_numpy(self, arr: np.ndarray, dev: Device) -> Any: ...
+    def to_numpy(self, x: Any) -> np.ndarray: ...
+    def to_device(self, x: Any, dev: Device) -> Any: ...
+    def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any: ...
+    def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
+    def seed(self, seed: int) -> None: ...
+
+
+class AdapterBase:
+    """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
+    creation through host NumPy arrays."""
+
+    name = "base"
+    capabilities: frozenset[str] = frozenset()
+    scoped_devices: frozenset[Device] = frozenset()
+    tensor_types: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self._devices: list[Device] | None = None
+        self._device_set: frozenset[Device] | None = None
+
+    # devices ---------------------------------------------------------------
+    def list_devices(self) -> list[Device]:
+        """Discover devices once; adapters override this, not ``devices``."""
+        return [Device("cpu", 0)] + [Device("gpu", i) for i in range(self.num_gpus())]
+
+    def devices(self) -> Sequence[Device]:
+        if self._devices is None:
+            self._devices = self.list_devices()
+            self._device_set = frozenset(self._devices)
+        return self._devices
+
+    def device_set(self) -> frozenset[Device]:
+        if self._device_set is None:
+            self.devices()
+        return self._device_set  # type: ignore[return-value]
+
+    def num_gpus(self) -> int:
+        return 0
+
+    def default_device(self) -> Device:
+        return Device("cpu", 0)
+
+    def scope(self, dev: Device) -> AbstractContextManager:
+        return nullcontext()
+
+    def parse_native_device(self, obj: Any) -> Device | None:
+        return None
+
+    def seed(self, seed: int) -> None:
+        """Seed the framework's own generator (dropout, native initialisers)."""
+
+    def full(self, shape, value, dt, dev):
+        return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+
+
+class PythonOperatorOps:
+    """Op-table entries that every framework spells with Python operators."""
+
+    add = staticmethod(operator.add)
+    subtract = staticmethod(operator.sub)
+    multiply = staticmethod(operator.mul)
+    divide = staticmethod(operator.truediv)
+    floor_divide = staticmethod(operator.floordiv)
+    remainder = staticmethod(operator.mod)
+    pow = staticmethod(operator.pow)
+    matmul = staticmethod(operator.matmul)
+    equal = staticmethod(operator.eq)
+    not_equal = staticmethod(operator.ne)
+    less = staticmethod(operator.lt)
+    less_equal = staticmethod(operator.le)
+    greater = staticmethod(operator.gt)
+    greater_equal = staticmethod(operator.ge)
+    negative = staticmethod(operator.neg)
+    getitem = staticmethod(operator.getitem)

@@ -1,0 +1,197 @@
+"""Devices: one value type for every framework, one parser for every spelling."""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from typing import Any
+
+from .errors import DeviceError
+
+__all__ = [
+    "Device",
+    "cpu",
+    "default_device",
+    "devices",
+    "gpu",
+    "num_gpus",
+    "try_all_gpus",
+    "try_gpu",
+]
+
+_TYPES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+# cpu, gpu:1, cuda:1, gpu(1), /GPU:1, /device:GPU:1, /job:localhost/replica:0/task:0/device:CPU:0
+_PATTERN = re.compile(
+    r"^(?:/job:[^/]+(?:/replica:\d+)?(?:/task:\d+)?)?/?(?:device:)?"
+    r"(?P<type>cpu|gpu|cuda)(?::(?P<i1>\d+)|\((?P<i2>\d*)\))?$",
+    re.IGNORECASE,
+)
+
+_interned: dict[tuple[str, int], Device] = {}
+_scope: contextvars.ContextVar[tuple[Device, ...]] = contextvars.ContextVar(
+    "multidev_device_scope", default=()
+)
+
+
+class Device:
+    """A place for tensors: ``Device("gpu", 1)``. Frozen, hashable, interned.
+
+    Used as a context manager it becomes the default placement for tensors created inside.
+    """
+
+    __slots__ = ("_hash", "index", "type")
+
+    def __new__(cls, type: str = "cpu", index: int = 0) -> Device:  # noqa: A002
+        key = (type, index)
+        try:
+            return _interned[key]
+        except KeyError:
+            pass
+        if type not in ("cpu", "gpu"):
+            if isinstance(type, str) and type.lower() in _TYPES and index == 0:
+                return cls.parse(type)
+            raise ValueError(
+                f"Expected a device like 'cpu' or 'gpu:0'. Received: Device({type!r}, {index!r})"
+            )
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise ValueError(
+                "Expected a device like 'cpu' or 'gpu:0' with a non-negative integer index. "
+                f"Received: Device({type!r}, {index!r})"
+            )
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "_hash", hash(key))
+        _interned[key] = self
+        return self
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Device is immutable")
+
+    def __reduce__(self):
+        return (Device, (self.type, self.index))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, Device):
+            return False  # interned: equal devices are the same object
+        return NotImplemented
+
+    def __str__(self) -> str:
+        if self.type == "cpu" and self.index == 0:
+            return "cpu"
+        return f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"Device({self.type!r}, {self.index})"
+
+    @classmethod
+    def parse(cls, obj: Any) -> Device:
+        """A Device from a string ('cpu', 'gpu:1', 'cuda:1', '/GPU:1', 'gpu(1)', …),
+        a Device, or a native device object of the active backend."""
+        if isinstance(obj, Device):
+            return obj
+        if isinstance(obj, str):
+            m = _PATTERN.match(obj.strip())
+            if m is None:
+                raise ValueError(f"Expected a device like 'cpu' or 'gpu:0'. Received: {obj!r}")
+            idx = m.group("i1") or m.group("i2") or "0"
+            return cls(_TYPES[m.group("type").lower()], int(idx))
+        from . import registry
+
+        dev = registry.current().parse_native_device(obj)
+        if dev is None:
+            raise ValueError(f"Expected a device like 'cpu' or 'gpu:0'. Received: {obj!r}")
+        return dev
+
+    @property
+    def native(self) -> Any:
+        """The active framework's device object (torch.device, '/GPU:0', CUDAPlace, mx.gpu)."""
+        from . import registry
+
+        bk = registry.current()
+        check_available(bk, self)
+        return bk.native_device(self)
+
+    def __enter__(self) -> Device:
+        _scope.set((*_scope.get(), self))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stack = _scope.get()
+        _scope.set(stack[:-1])
+
+
+def cpu(i: int = 0) -> Device:
+    """The i-th CPU device (several exist on TensorFlow logical devices and MXNet contexts)."""
+    return Device("cpu", i)
+
+
+def gpu(i: int = 0) -> Device:
+    """The i-th GPU."""
+    return Device("gpu", i)
+
+
+def as_device(obj: Any) -> Device:
+    return obj if type(obj) is Device else Device.parse(obj)
+
+
+def check_available(bk, dev: Device) -> None:
+    """Raise DeviceError unless ``dev`` is one of the backend's devices."""
+    if dev not in bk.device_set():
+        have = ", ".join(str(d) for d in bk.devices())
+        raise DeviceError(
+            f"Expected one of the devices the {bk.name} backend has ({have}). Received: {dev}. "
+            "Use md.try_gpu() to fall back to the CPU when a GPU is missing."
+        )
+
+
+def scoped_device() -> Device | None:
+    """The innermost ``with device:`` scope, or None."""
+    stack = _scope.get()
+    return stack[-1] if stack else None
+
+
+def num_gpus() -> int:
+    """Number of GPUs the active backend can use."""
+    from . import registry
+
+    return registry.current().num_gpus()
+
+
+def try_gpu(i: int = 0) -> Device:
+    """``gpu(i)`` if it exists, else ``cpu()``."""
+    return gpu(i) if num_gpus() >= i + 1 else cpu()
+
+
+def try_all_gpus() -> list[Device]:
+    """Every GPU, or ``[cpu()]`` when there is none."""
+    n = num_gpus()
+    return [gpu(i) for i in range(n)] if n else [cpu()]
+
+
+def devices() -> list[Device]:
+    """Every device the active backend can place tensors on."""
+    from . import registry
+
+    return list(registry.current().devices())
+
+
+def default_device() -> Device:
+    """Where new tensors go: the innermost ``with device:`` scope, else the backend's default."""
+    dev = scoped_device()
+    if dev is not None:
+        return dev
+    from . import registry
+
+    return registry.current().default_device()

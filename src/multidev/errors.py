@@ -1,0 +1,51 @@
+"""The exceptions multidev raises. Each names what was expected, what was received and what to do."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "CheckpointError",
+    "DeferredInitializationError",
+    "DeviceError",
+    "DeviceMismatchError",
+    "StateDictError",
+]
+
+
+class BackendError(ValueError):
+    """An unknown backend name, or two backends mixed in one operation."""
+
+
+class DeviceError(ValueError):
+    """A well-formed device that the active backend does not have."""
+
+
+class DeviceMismatchError(ValueError):
+    """An operation whose tensors live on different devices."""
+
+
+class DeferredInitializationError(RuntimeError):
+    """A lazily-shaped parameter read before the first forward pass gave it a shape."""
+
+
+class StateDictError(KeyError):
+    """``load_state_dict`` found missing keys, unexpected keys or shape mismatches."""
+
+    def __init__(self, message: str, missing=(), unexpected=(), mismatched=()):
+        super().__init__(message)
+        self.message = message
+        self.missing_keys = list(missing)
+        self.unexpected_keys = list(unexpected)
+        self.mismatched_keys = list(mismatched)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is truncated, corrupted, foreign, or holds what cannot be loaded."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

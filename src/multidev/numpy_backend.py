@@ -1,0 +1,160 @@
+"""The NumPy reference backend: always installed, CPU only, no autograd.
+
+Its results are the expected values of the conformance suite, so every op is written in
+the plainest NumPy. Results are always ``np.ndarray`` (NumPy returns scalars for 0-d
+results; those are wrapped back into 0-d arrays so that they stay mutable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .contract import AdapterBase, PythonOperatorOps
+from .device import Device
+from .dtypes import DType, from_numpy_dtype
+
+__all__ = ["Backend"]
+
+_CPU = Device("cpu", 0)
+_asarray = np.asarray
+
+
+def _arr(fn):
+    def wrapped(*args):
+        out = fn(*args)
+        return out if type(out) is np.ndarray else _asarray(out)
+
+    wrapped.__name__ = getattr(fn, "__name__", "op")
+    return wrapped
+
+
+def _softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    s = x - np.max(x, axis=axis, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+def _reduce(fn):
+    return _arr(lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims))
+
+
+def _arg(fn):
+    def f(x, axis, keepdims):
+        out = fn(x, axis=axis)
+        if keepdims:
+            out = np.expand_dims(out, tuple(range(x.ndim)) if axis is None else axis)
+        return _asarray(out, dtype=np.int64)
+
+    return f
+
+
+def _setitem_ok(x: np.ndarray) -> np.ndarray:
+    if not x.flags.writeable:
+        raise ValueError("Expected a writable array. Received: a read-only NumPy array")
+    return x
+
+
+class Ops(PythonOperatorOps):
+    add = staticmethod(_arr(np.add))
+    subtract = staticmethod(_arr(np.subtract))
+    multiply = staticmethod(_arr(np.multiply))
+    divide = staticmethod(_arr(np.true_divide))
+    floor_divide = staticmethod(_arr(np.floor_divide))
+    remainder = staticmethod(_arr(np.remainder))
+    pow = staticmethod(_arr(np.power))
+    matmul = staticmethod(_arr(np.matmul))
+    maximum = staticmethod(_arr(np.maximum))
+    minimum = staticmethod(_arr(np.minimum))
+    equal = staticmethod(_arr(np.equal))
+    not_equal = staticmethod(_arr(np.not_equal))
+    less = staticmethod(_arr(np.less))
+    less_equal = staticmethod(_arr(np.less_equal))
+    greater = staticmethod(_arr(np.greater))
+    greater_equal = staticmethod(_arr(np.greater_equal))
+    logical_and = staticmethod(_arr(np.logical_and))
+    logical_or = staticmethod(_arr(np.logical_or))
+    negative = staticmethod(_arr(np.negative))
+    abs = staticmethod(_arr(np.abs))
+    exp = staticmethod(_arr(np.exp))
+    log = staticmethod(_arr(np.log))
+    sqrt = staticmethod(_arr(np.sqrt))
+    sin = staticmethod(_arr(np.sin))
+    cos = staticmethod(_arr(np.cos))
+    tanh = staticmethod(_arr(np.tanh))
+    floor = staticmethod(_arr(np.floor))
+    logical_not = staticmethod(_arr(np.logical_not))
+    sigmoid = staticmethod(_arr(_sigmoid))
+    relu = staticmethod(_arr(lambda x: np.maximum(x, x.dtype.type(0))))
+    sum = staticmethod(_reduce(np.sum))
+    mean = staticmethod(_reduce(np.mean))
+    max = staticmethod(_reduce(np.max))
+    min = staticmethod(_reduce(np.min))
+    prod = staticmethod(_reduce(np.prod))
+    argmax = staticmethod(_arg(np.argmax))
+    argmin = staticmethod(_arg(np.argmin))
+    reshape = staticmethod(_arr(np.reshape))
+    permute_dims = staticmethod(_arr(np.transpose))
+    concat = staticmethod(_arr(lambda xs, axis: np.concatenate(xs, axis=axis)))
+    stack = staticmethod(_arr(lambda xs, axis: np.stack(xs, axis=axis)))
+    where = staticmethod(_arr(np.where))
+    clip = staticmethod(_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)))
+    softmax = staticmethod(_arr(_softmax))
+    log_softmax = staticmethod(_arr(_log_softmax))
+    getitem = staticmethod(_arr(lambda x, key: x[key]))
+    astype = staticmethod(lambda x, dt: x.astype(dt.numpy))
+    copy = staticmethod(np.array)
+
+
+class Backend(AdapterBase):
+    """NumPy: the reference every other backend is compared with."""
+
+    name = "numpy"
+    capabilities = frozenset({"bfloat16", "float16", "float64"})
+    tensor_types = (np.ndarray,)
+    ops = Ops()
+
+    def version(self) -> str:
+        return np.__version__
+
+    def native_device(self, dev: Device) -> str:
+        return "cpu"
+
+    def parse_native_device(self, obj) -> Device | None:
+        return None
+
+    def device_of(self, x) -> Device:
+        return _CPU
+
+    def dtype_of(self, x) -> DType:
+        return from_numpy_dtype(x.dtype)
+
+    def native_dtype(self, dt: DType):
+        return dt.numpy
+
+    def shape_of(self, x) -> tuple[int, ...]:
+        return x.shape
+
+    def from_numpy(self, arr: np.ndarray, dev: Device) -> np.ndarray:
+        return arr
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x
+
+    def to_device(self, x, dev: Device) -> np.ndarray:
+        return np.array(x)
+
+    def full(self, shape, value, dt, dev) -> np.ndarray:
+        return np.full(shape, value, dtype=dt.numpy)
+
+    def setitem(self, x, key, value):
+        _setitem_ok(x)[key] = value
+        return x

@@ -1,0 +1,159 @@
+"""Backend discovery (entry points), selection (env var, process-wide, context-local)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from .errors import BackendError
+
+if TYPE_CHECKING:
+    from .contract import Adapter
+
+__all__ = ["available_backends", "get_backend", "set_backend", "use_backend"]
+
+GROUP = "multidev.backends"
+ENV = "MULTIDEV_BACKEND"
+DEFAULT = "numpy"
+_EXTRA = {"tensorflow": "tensorflow", "torch": "torch", "paddle": "paddle", "mxnet": "mxnet"}
+_PIP_NAME = {"paddle": "paddlepaddle", "tensorflow": "tensorflow"}
+
+_lock = threading.RLock()
+_entry_points: dict[str, metadata.EntryPoint] | None = None
+_adapters: dict[str, Adapter] = {}
+_global: Adapter | None = None
+_chosen_by = "default"
+_context: contextvars.ContextVar[Adapter | None] = contextvars.ContextVar(
+    "multidev_backend", default=None
+)
+
+
+def _discover() -> dict[str, metadata.EntryPoint]:
+    global _entry_points
+    if _entry_points is None:
+        eps = {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+        if DEFAULT not in eps:  # running from a source tree without installed metadata
+            eps[DEFAULT] = metadata.EntryPoint(
+                DEFAULT, "multidev.numpy_backend:Backend", GROUP
+            )
+        _entry_points = dict(sorted(eps.items()))
+    return _entry_points
+
+
+def registered_backends() -> list[str]:
+    """Every adapter registered in the ``multidev.backends`` group, installed or not."""
+    return list(_discover())
+
+
+def framework_installed(name: str) -> bool:
+    """Whether the framework called ``name`` can be imported, found without importing it."""
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def available_backends() -> list[str]:
+    """Registered adapters whose framework is installed (found without importing it)."""
+    return [n for n in _discover() if framework_installed(n)]
+
+
+def install_hint(name: str) -> str:
+    extra = _EXTRA.get(name)
+    if extra:
+        return f"pip install 'multidev[{extra}]'"
+    return f"pip install {_PIP_NAME.get(name, name)}"
+
+
+def load(name: str) -> Adapter:
+    """The adapter called ``name``, imported (and its framework with it) on first use."""
+    try:
+        return _adapters[name]
+    except KeyError:
+        pass
+    with _lock:
+        if name in _adapters:
+            return _adapters[name]
+        eps = _discover()
+        if name not in eps:
+            raise BackendError(
+                f"Expected one of the installed backends {available_backends()}. "
+                f"Received: {name!r}. Set {ENV} or call md.set_backend() with one of those."
+            )
+        if not framework_installed(name):
+            raise ImportError(
+                f"The {name} backend needs the {name} framework, which is not installed. "
+                f"Install it with: {install_hint(name)}"
+            )
+        try:
+            cls = eps[name].load()
+        except ImportError as e:
+            raise ImportError(
+                f"The {name} backend could not be imported ({e}). "
+                f"Install it with: {install_hint(name)}"
+            ) from e
+        adapter = cls()
+        _adapters[name] = adapter
+        return adapter
+
+
+def _from_env() -> Adapter:
+    global _global, _chosen_by
+    with _lock:
+        if _global is None:
+            name = os.environ.get(ENV, "").strip()
+            if name:
+                _chosen_by = f"environment variable {ENV}={name}"
+            else:
+                name, _chosen_by = DEFAULT, f"default ({ENV} is not set)"
+            _global = load(name)
+        return _global
+
+
+def current() -> Adapter:
+    """The active adapter: ``use_backend`` scope, else ``set_backend``, else the environment."""
+    bk = _context.get()
+    if bk is not None:
+        return bk
+    return _global if _global is not None else _from_env()
+
+
+def get_backend() -> str:
+    """Name of the active backend: 'numpy', 'torch', 'tensorflow', 'paddle' or 'mxnet'."""
+    return current().name
+
+
+def chosen_by() -> str:
+    """How the active backend was chosen, in words."""
+    if _context.get() is not None:
+        return "md.use_backend() scope"
+    current()
+    return _chosen_by
+
+
+def set_backend(name: str) -> None:
+    """Select the backend for the whole process."""
+    global _global, _chosen_by
+    bk = load(name)
+    with _lock:
+        _global = bk
+        _chosen_by = f"md.set_backend({name!r})"
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[str]:
+    """Select the backend inside a ``with`` block (context-local: threads and tasks see their own)."""
+    token = _context.set(load(name))
+    try:
+        yield name
+    finally:
+        _context.reset(token)
