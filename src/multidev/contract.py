@@ -126,6 +126,10 @@ class Adapter(Protocol):
     def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
     def seed(self, seed: int) -> None: ...
 
+    # parameters
+    def make_variable(self, x: Any) -> Any: ...
+    def variable_tensor(self, var: Any) -> Any: ...
+
 
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
@@ -173,6 +177,15 @@ class AdapterBase:
 
     def full(self, shape, value, dt, dev):
         return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+
+    def make_variable(self, x: Any) -> Any:
+        """A trainable framework variable with its own storage, holding x's values, on x's device."""
+        return self.ops.copy(x)
+
+    def variable_tensor(self, var: Any) -> Any:
+        """A native tensor for ops that shares the variable's storage (the variable itself where
+        the framework's ops take variables)."""
+        return var
 
 
 class PythonOperatorOps:
