@@ -45,7 +45,9 @@ def _shape(shape: Any) -> tuple[int, ...]:
     try:
         out = tuple(int(s) for s in shape)
     except TypeError:
-        raise TypeError(f"Expected a shape: an int or a tuple of ints. Received: {shape!r}") from None
+        raise TypeError(
+            f"Expected a shape: an int or a tuple of ints. Received: {shape!r}"
+        ) from None
     if any(s < 0 for s in out):
         raise ValueError(f"Expected non-negative dimensions. Received: shape {out}")
     return out
@@ -134,7 +136,10 @@ def ones(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return full(
-        x.shape, fill_value, x.dtype if dtype is None else dtype, x.device if device is None else device
+        x.shape,
+        fill_value,
+        x.dtype if dtype is None else dtype,
+        x.device if device is None else device,
     )
 
 
@@ -160,7 +165,9 @@ def arange(start, stop=None, step=1, dtype: Any = None, device: Any = None) -> T
     return _wrap_numpy(bk, arr.astype(dt.numpy), dt, _device(bk, device))
 
 
-def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None, device: Any = None) -> Tensor:
+def eye(
+    n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None, device: Any = None
+) -> Tensor:
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
     arr = np.eye(n_rows, n_cols, k=k, dtype=dt.numpy)

@@ -41,7 +41,7 @@ class Device:
 
     __slots__ = ("_hash", "index", "type")
 
-    def __new__(cls, type: str = "cpu", index: int = 0) -> Device:  # noqa: A002
+    def __new__(cls, type: str = "cpu", index: int = 0) -> Device:
         key = (type, index)
         try:
             return _interned[key]

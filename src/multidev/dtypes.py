@@ -54,7 +54,7 @@ class DType:
         return to_numpy_dtype(self)
 
 
-bool = DType("bool", "b", 1, 0)  # noqa: A001
+bool = DType("bool", "b", 1, 0)
 uint8 = DType("uint8", "u", 1, 1)
 int8 = DType("int8", "i", 1, 1)
 int16 = DType("int16", "i", 2, 2)
@@ -65,7 +65,18 @@ bfloat16 = DType("bfloat16", "f", 2, 5)
 float32 = DType("float32", "f", 4, 6)
 float64 = DType("float64", "f", 8, 7)
 
-ALL: tuple[DType, ...] = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL: tuple[DType, ...] = (
+    bool,
+    uint8,
+    int8,
+    int16,
+    int32,
+    int64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+)
 _BY_NAME = {d.name: d for d in ALL}
 
 _np_cache: dict[DType, np.dtype] = {}

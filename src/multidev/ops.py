@@ -79,7 +79,9 @@ def _axes(x: Tensor, axis: Any) -> tuple[int, ...] | None:
     out = []
     for a in axes:
         if not -builtins.max(ndim, 1) <= a < builtins.max(ndim, 1):
-            raise ValueError(f"Expected an axis in [-{ndim}, {ndim}). Received: {a} for shape {x.shape}")
+            raise ValueError(
+                f"Expected an axis in [-{ndim}, {ndim}). Received: {a} for shape {x.shape}"
+            )
         out.append(a % builtins.max(ndim, 1))
     return tuple(out)
 
@@ -111,7 +113,7 @@ def divide(x, y) -> Tensor:
     return _tensor(x) / y
 
 
-def pow(x, y) -> Tensor:  # noqa: A001
+def pow(x, y) -> Tensor:
     return _tensor(x) ** y
 
 
@@ -131,7 +133,7 @@ def negative(x) -> Tensor:
     return -_tensor(x)
 
 
-def abs(x) -> Tensor:  # noqa: A001
+def abs(x) -> Tensor:
     return builtins.abs(_tensor(x))
 
 
@@ -173,7 +175,7 @@ def square(x) -> Tensor:
     return x * x
 
 
-def clip(x, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+def clip(x, min: float | None = None, max: float | None = None) -> Tensor:
     x = _tensor(x)
     if min is None and max is None:
         return x
@@ -207,7 +209,7 @@ def astype(x, dtype: Any, /, *, copy: bool = True) -> Tensor:
 # ---------------------------------------------------------------- reductions
 
 
-def sum(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(x, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch."""
     x = _tensor(x)
     if x._dtype.kind != "f" and x._dtype is not _dt.int64:
@@ -232,13 +234,13 @@ def _nonempty(x: Tensor, what: str) -> None:
         raise ValueError(f"Expected a non-empty tensor for {what}. Received: shape {x.shape}")
 
 
-def max(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def max(x, axis=None, keepdims: bool = False) -> Tensor:
     x = _tensor(x)
     _nonempty(x, "max")
     return _wrap(x, _call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
-def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def min(x, axis=None, keepdims: bool = False) -> Tensor:
     x = _tensor(x)
     _nonempty(x, "min")
     return _wrap(x, _call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
@@ -272,7 +274,7 @@ def reshape(x, shape: Any, /) -> Tensor:
         if s != -1:
             known *= s
     if shape.count(-1) > 1 or (
-        -1 not in shape and known != size or -1 in shape and (known == 0 or size % known)
+        (-1 not in shape and known != size) or (-1 in shape and (known == 0 or size % known))
     ):
         raise ValueError(f"Expected a shape with {size} elements. Received: {shape} for {x.shape}")
     if -1 in shape:
@@ -350,5 +352,3 @@ def squeeze(x, axis=None) -> Tensor:
         if shape[a] != 1:
             raise ValueError(f"Expected axis {a} of size 1 to squeeze. Received: shape {shape}")
     return reshape(x, tuple(s for i, s in enumerate(shape) if i not in axes))
-
-

@@ -40,9 +40,7 @@ def _discover() -> dict[str, metadata.EntryPoint]:
     if _entry_points is None:
         eps = {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
         if DEFAULT not in eps:  # running from a source tree without installed metadata
-            eps[DEFAULT] = metadata.EntryPoint(
-                DEFAULT, "multidev.numpy_backend:Backend", GROUP
-            )
+            eps[DEFAULT] = metadata.EntryPoint(DEFAULT, "multidev.numpy_backend:Backend", GROUP)
         _entry_points = dict(sorted(eps.items()))
     return _entry_points
 

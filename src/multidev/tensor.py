@@ -127,8 +127,7 @@ class Tensor:
         except Exception as e:  # a tensor whose values cannot be read still gets a repr
             body = f"<unreadable: {e}>"
         return (
-            f"tensor({body}, dtype={self._dtype.name}, device={self._dev}, "
-            f"backend={self._bk.name})"
+            f"tensor({body}, dtype={self._dtype.name}, device={self._dev}, backend={self._bk.name})"
         )
 
     __hash__ = object.__hash__
@@ -409,7 +408,11 @@ def _operands(x: Tensor, y: Any, kind: int):
             dt = _dt.float32
         if dt is not xd:
             a = _on(bk, x._dev, bk.ops.astype, a, dt)
-        b = y if (dt.kind == "b" or type(y) is not bool) else (float(y) if dt.kind == "f" else int(y))
+        b = (
+            y
+            if (dt.kind == "b" or type(y) is not bool)
+            else (float(y) if dt.kind == "f" else int(y))
+        )
         return a, b, dt
     if not isinstance(y, Tensor):
         y = _coerce(x, y)

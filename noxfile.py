@@ -1,0 +1,171 @@
+"""Test, lint and benchmark sessions. Every backend gets its own virtual environment.
+
+``nox`` (no arguments) runs the whole suite: the five ``tests-<backend>`` sessions, then the
+cross-backend sessions that compare what those environments produced (conformance matrix,
+checkpoint portability, seeded-parameter hashes, examples), all from pinned constraint files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
+EXTRAS = {
+    "numpy": "test",
+    "torch": "torch,test",
+    "tensorflow": "tensorflow,test",
+    "paddle": "paddle,test",
+    "mxnet": "mxnet,test",
+}
+SHARED = ROOT / ".nox" / "_shared"
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = [
+    *(f"tests-{b}" for b in BACKENDS),
+    "conformance",
+    "portability",
+    "reproducibility",
+    "examples",
+    "lint",
+]
+
+
+def _install(session: nox.Session, backend: str) -> None:
+    constraints = ROOT / "constraints" / f"{backend}.txt"
+    session.install("-c", str(constraints), f".[{EXTRAS[backend]}]")
+
+
+def _venv_python(backend: str) -> Path:
+    """The interpreter of the tests-<backend> session's environment."""
+    py = ROOT / ".nox" / f"tests-{backend}" / "bin" / "python"
+    if not py.exists():
+        raise FileNotFoundError(
+            f"Expected the environment of session tests-{backend} at {py}. "
+            f"Run `nox -s tests-{backend}` first (plain `nox` runs everything in order)."
+        )
+    return py
+
+
+def _tests(session: nox.Session, backend: str) -> None:
+    _install(session, backend)
+    env = {"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0"}
+    reports = SHARED / "conformance"
+    reports.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests",
+        "--pyargs",
+        "multidev.testing",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rs",
+        f"--conformance-json={reports / (backend + '.json')}",
+        *session.posargs,
+        env=env,
+    )
+    if session.posargs:
+        return
+    portable = SHARED / "portability"
+    session.run("python", "-m", "multidev.testing.portability", "write", str(portable), env=env)
+    hashes = SHARED / "hashes"
+    hashes.mkdir(parents=True, exist_ok=True)
+    with open(hashes / f"{backend}.txt", "w") as f:
+        session.run("python", "-m", "multidev.testing.param_hash", env=env, stdout=f)
+    outputs = SHARED / "examples"
+    outputs.mkdir(parents=True, exist_ok=True)
+    with open(outputs / f"{backend}.txt", "w") as f:
+        session.run("python", "-m", "multidev", "demo", env=env, stdout=f)
+
+
+for _backend in BACKENDS:
+
+    @nox.session(name=f"tests-{_backend}")
+    def tests(session: nox.Session, backend: str = _backend) -> None:
+        """Unit tests and the conformance suite on one backend, in its own environment."""
+        _tests(session, backend)
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Merge the five backends' conformance results into one matrix (Markdown and JSON)."""
+    session.install("-c", "constraints/numpy.txt", ".")
+    files = [SHARED / "conformance" / f"{b}.json" for b in BACKENDS]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        session.error(f"Expected results of every tests-<backend> session. Missing: {missing}")
+    session.run(
+        "multidev", "conformance", "--merge", *map(str, files), "--out", "conformance-report"
+    )
+
+
+@nox.session
+def portability(session: nox.Session) -> None:
+    """Every backend loads every backend's checkpoints, bit-exact: a 5×5 matrix."""
+    portable = SHARED / "portability"
+    for b in BACKENDS:
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.portability",
+            "check",
+            str(portable),
+            "--out",
+            str(portable / f"check-{b}.json"),
+            env={"MULTIDEV_BACKEND": b},
+            external=True,
+        )
+    session.run(
+        str(_venv_python("numpy")),
+        "-m",
+        "multidev.testing.portability",
+        "matrix",
+        str(portable),
+        external=True,
+    )
+
+
+@nox.session
+def reproducibility(session: nox.Session) -> None:
+    """After md.manual_seed, the same model code gives bit-identical parameters on every backend."""
+    files = [str(SHARED / "hashes" / f"{b}.txt") for b in BACKENDS]
+    session.run(
+        str(_venv_python("numpy")),
+        "-m",
+        "multidev.testing.param_hash",
+        "--check",
+        *files,
+        external=True,
+    )
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """The d2l examples gave the same printed output on every backend (within float32 tolerance)."""
+    files = [str(SHARED / "examples" / f"{b}.txt") for b in BACKENDS]
+    session.run(
+        str(_venv_python("numpy")), "-m", "multidev.testing.compare_outputs", *files, external=True
+    )
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The d2l chapter tour on the default (NumPy) backend, or MULTIDEV_BACKEND's."""
+    backend = os.environ.get("MULTIDEV_BACKEND", "numpy")
+    _install(session, backend)
+    session.run("multidev", "demo")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("-c", "constraints/tools.txt", "ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")

@@ -1,0 +1,128 @@
+"""``multidev info | conformance | demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from . import registry
+
+_DISTS = {
+    "numpy": ("numpy",),
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu"),
+    "paddle": ("paddlepaddle", "paddlepaddle-gpu"),
+    "mxnet": ("mxnet", "mxnet-cu112", "mxnet-cu117"),
+}
+
+
+def _version(name: str) -> str | None:
+    for dist in _DISTS.get(name, (name,)):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def info(args: argparse.Namespace) -> int:
+    """One screen: every registered backend, installed or not, with version, devices, capabilities."""
+    active = registry.get_backend()
+    print(f"multidev {metadata.version('multidev')} · Python {sys.version.split()[0]}")
+    print(f"active backend: {active} (chosen by {registry.chosen_by()})")
+    print()
+    print(f"{'backend':<11} {'installed':<10} {'version':<10} {'devices':<22} capabilities")
+    for name in registry.registered_backends():
+        if not registry.framework_installed(name):
+            print(f"{name:<11} {'no':<10} {'-':<10} {'-':<22} {registry.install_hint(name)}")
+            continue
+        try:
+            bk = registry.load(name)
+            devs = ", ".join(str(d) for d in bk.devices())
+            caps = ", ".join(sorted(bk.capabilities)) or "-"
+            ver = bk.version()
+        except Exception as e:  # a broken install is reported, not fatal
+            devs, caps, ver = "-", f"cannot load: {e}", _version(name) or "?"
+        print(f"{name:<11} {'yes':<10} {ver:<10} {devs:<22} {caps}")
+    return 0
+
+
+def _run_suite(name: str, json_path: Path, pytest_args: list[str]) -> int:
+    from .testing import suite_path
+
+    env = dict(os.environ, MULTIDEV_BACKEND=name)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(suite_path()),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--conformance-json={json_path}",
+        *pytest_args,
+    ]
+    return subprocess.call(cmd, env=env)
+
+
+def conformance(args: argparse.Namespace) -> int:
+    """Run the suite for one or all installed backends (each in its own process), or merge runs."""
+    from .testing import report
+
+    out = Path(args.out)
+    results, status = [], 0
+    if args.merge:
+        results = [json.loads(Path(p).read_text()) for p in args.merge]
+    else:
+        names = (
+            registry.available_backends() if args.all else [args.backend or registry.get_backend()]
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in names:
+                path = Path(tmp) / f"{name}.json"
+                rc = _run_suite(name, path, args.pytest_args)
+                status = status or rc
+                if path.exists():
+                    results.append(json.loads(path.read_text()))
+                else:
+                    status = status or 1
+    merged = report.merge(results)
+    md_path, json_path = report.write(merged, out)
+    print()
+    print(report.to_markdown(merged))
+    print(f"saved {md_path} and {json_path}")
+    failed = any(c["failed"] for b in merged["backends"].values() for c in b.values())
+    return 1 if failed else status
+
+
+def demo(args: argparse.Namespace) -> int:
+    from . import demo as _demo
+
+    return _demo.main() or 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="multidev", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="backends, versions, devices, capabilities").set_defaults(fn=info)
+    c = sub.add_parser("conformance", help="run the conformance suite and print the matrix")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--backend", help="backend to test (default: the active one)")
+    g.add_argument("--all", action="store_true", help="every installed backend")
+    g.add_argument("--merge", nargs="+", metavar="JSON", help="merge saved per-backend results")
+    c.add_argument("--out", default="conformance-report", help="folder for the .md and .json")
+    c.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    c.set_defaults(fn=conformance)
+    sub.add_parser("demo", help="the d2l chapter tour on the active backend").set_defaults(fn=demo)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""multidev's conformance suite: one set of checks run unchanged on every backend adapter.
+
+Run it on the active backend with ``MULTIDEV_BACKEND=torch pytest --pyargs multidev.testing`` or
+``multidev conformance --backend torch``. Each test module is a section (``test_ops.py`` is
+"ops"). Expected values come from the NumPy reference backend and, where the adapter names a
+``reference`` module, from the same computation written in the framework's own code.
+
+A third-party adapter runs the same suite: register it in the ``multidev.backends`` entry-point
+group, declare its ``capabilities`` (tests needing a missing one are skipped with that name),
+and list known failures in ``conformance_xfails`` (``{test name: reason}``); the report shows them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+__all__ = ["SECTIONS", "native_reference", "suite_path"]
+
+#: Report sections, in the order the matrix shows them.
+SECTIONS = (
+    "backend",
+    "device",
+    "tensor",
+    "ops",
+    "block",
+    "parameters",
+    "init",
+    "deferred",
+    "custom",
+    "checkpoint",
+    "autograd",
+    "native_interop",
+    "gpu",
+)
+
+
+def suite_path() -> Path:
+    """Folder holding the conformance test modules."""
+    return Path(__file__).parent
+
+
+def native_reference(bk) -> dict | None:
+    """The adapter's native reference ops (``{name: fn(numpy arrays) -> numpy array}``), or None."""
+    mod = getattr(bk, "reference", None)
+    if not mod:
+        return None
+    return importlib.import_module(mod).OPS

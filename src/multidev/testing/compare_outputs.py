@@ -1,0 +1,76 @@
+"""Compare what the same program printed on several backends.
+
+``python -m multidev.testing.compare_outputs a.txt b.txt …`` checks that the texts agree
+token by token: words must be equal (backend names aside), numbers equal within float32
+tolerance. Prints the largest difference and exits non-zero on any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)")
+_BACKEND = re.compile(r"\b(numpy|torch|tensorflow|paddle|mxnet)\b")
+
+
+def tokens(text: str) -> list[str | float]:
+    text = _BACKEND.sub("<backend>", text)
+    out: list[str | float] = []
+    pos = 0
+    for m in _NUMBER.finditer(text):
+        out.extend(text[pos : m.start()].split())
+        out.append(float(m.group()))
+        pos = m.end()
+    out.extend(text[pos:].split())
+    return out
+
+
+def compare(a: str, b: str, rtol: float, atol: float) -> tuple[list[str], float]:
+    ta, tb = tokens(a), tokens(b)
+    problems: list[str] = []
+    worst = 0.0
+    if len(ta) != len(tb):
+        problems.append(f"different number of tokens: {len(ta)} vs {len(tb)}")
+    for i, (x, y) in enumerate(zip(ta, tb, strict=False)):
+        if isinstance(x, float) and isinstance(y, float):
+            if math.isnan(x) and math.isnan(y):
+                continue
+            diff = abs(x - y)
+            worst = max(worst, diff)
+            if diff > atol + rtol * abs(y):
+                problems.append(f"token {i}: {x!r} vs {y!r}")
+        elif x != y:
+            problems.append(f"token {i}: {x!r} vs {y!r}")
+        if len(problems) > 20:
+            break
+    return problems, worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--atol", type=float, default=1e-5)
+    args = p.parse_args(argv)
+    ref_path = args.files[0]
+    ref = ref_path.read_text()
+    if not ref.strip():
+        print(f"{ref_path}: empty output")
+        return 1
+    status = 0
+    for path in args.files[1:]:
+        problems, worst = compare(path.read_text(), ref, args.rtol, args.atol)
+        verdict = "agrees" if not problems else "DIFFERS"
+        print(f"{path.name} vs {ref_path.name}: {verdict}; largest difference {worst:.3g}")
+        for line in problems:
+            print("   ", line)
+        status |= bool(problems)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
