@@ -87,7 +87,9 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     dev = _device(bk, device)
     if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
         arr = np.asarray(obj)
-        if arr.dtype.names is not None or arr.dtype.kind in "OUSV":
+        if arr.dtype.names is not None or (
+            arr.dtype.kind in "OUSV" and arr.dtype != _dt.bfloat16.numpy
+        ):
             raise TypeError(f"Expected numeric data. Received: NumPy array of dtype {arr.dtype}")
         src = _dt.from_numpy_dtype(arr.dtype)
         dt = dt or src

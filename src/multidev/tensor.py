@@ -130,7 +130,7 @@ class Tensor:
             f"tensor({body}, dtype={self._dtype.name}, device={self._dev}, backend={self._bk.name})"
         )
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # __eq__ is elementwise: identity hashing, as in PyTorch
 
     # ---------------------------------------------------------------- placement
     def to(self, device: Any = None, dtype: Any = None, *, copy: bool = False) -> Tensor:
@@ -245,88 +245,12 @@ class Tensor:
         return exp(self)
 
     # ---------------------------------------------------------------- operators
-    def __add__(self, other):
-        return _binop(self, other, "add", _ARITH)
-
-    def __radd__(self, other):
-        return _rbinop(self, other, "add", _ARITH)
-
-    def __sub__(self, other):
-        return _binop(self, other, "subtract", _ARITH)
-
-    def __rsub__(self, other):
-        return _rbinop(self, other, "subtract", _ARITH)
-
-    def __mul__(self, other):
-        return _binop(self, other, "multiply", _ARITH)
-
-    def __rmul__(self, other):
-        return _rbinop(self, other, "multiply", _ARITH)
-
-    def __truediv__(self, other):
-        return _binop(self, other, "divide", _DIV)
-
-    def __rtruediv__(self, other):
-        return _rbinop(self, other, "divide", _DIV)
-
-    def __floordiv__(self, other):
-        return _binop(self, other, "floor_divide", _ARITH)
-
-    def __rfloordiv__(self, other):
-        return _rbinop(self, other, "floor_divide", _ARITH)
-
-    def __mod__(self, other):
-        return _binop(self, other, "remainder", _ARITH)
-
-    def __rmod__(self, other):
-        return _rbinop(self, other, "remainder", _ARITH)
-
-    def __pow__(self, other):
-        return _binop(self, other, "pow", _ARITH)
-
-    def __rpow__(self, other):
-        return _rbinop(self, other, "pow", _ARITH)
-
-    def __matmul__(self, other):
-        return _binop(self, other, "matmul", _ARITH)
-
-    def __rmatmul__(self, other):
-        return _rbinop(self, other, "matmul", _ARITH)
-
-    def __and__(self, other):
-        return _binop(self, other, "logical_and", _LOGIC)
-
-    def __rand__(self, other):
-        return _rbinop(self, other, "logical_and", _LOGIC)
-
-    def __or__(self, other):
-        return _binop(self, other, "logical_or", _LOGIC)
-
-    def __ror__(self, other):
-        return _rbinop(self, other, "logical_or", _LOGIC)
+    # (the binary operators are installed below the class by _install_operators)
 
     def __invert__(self):
         if self._dtype is not _dt.bool:
             raise TypeError(f"Expected a bool tensor for ~. Received: {self._dtype}")
         return _unop(self, "logical_not")
-
-    def __eq__(self, other):  # type: ignore[override]
-        return _binop(self, other, "equal", _CMP)
-
-    def __ne__(self, other):  # type: ignore[override]
-        return _binop(self, other, "not_equal", _CMP)
-
-    def __lt__(self, other):
-        return _binop(self, other, "less", _CMP)
-
-    def __le__(self, other):
-        return _binop(self, other, "less_equal", _CMP)
-
-    def __gt__(self, other):
-        return _binop(self, other, "greater", _CMP)
-
-    def __ge__(self, other):
-        return _binop(self, other, "greater_equal", _CMP)
 
     def __neg__(self):
         return _unop(self, "negative")
@@ -455,6 +379,74 @@ def _binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     return Tensor(out, bk, dev, _dt.bool if kind == _CMP else dt)
 
 
+def _make_operator(name: str, kind: int):
+    """The dunder for one binary operator, with the common case (same backend, device and
+    dtype, no device scope needed) handled without further calls."""
+    fast_dtypes = {
+        _ARITH: frozenset(_dt.ALL),
+        _CMP: frozenset(_dt.ALL),
+        _DIV: frozenset(d for d in _dt.ALL if d.kind == "f"),
+        _LOGIC: frozenset({_dt.bool}),
+    }[kind]
+    is_cmp = kind == _CMP
+    bool_dt = _dt.bool
+
+    def operator(self, other):
+        if type(other) is Tensor:
+            bk = self._bk
+            dt = self._dtype
+            dev = self._dev
+            if (
+                other._dtype is dt
+                and other._bk is bk
+                and other._dev is dev
+                and dt in fast_dtypes
+                and not bk.scoped_devices
+            ):
+                out = getattr(bk.ops, name)(self._native, other._native)
+                return Tensor(out, bk, dev, bool_dt if is_cmp else dt)
+        return _binop(self, other, name, kind)
+
+    def reflected(self, other):
+        return _rbinop(self, other, name, kind)
+
+    return operator, reflected
+
+
+_OPERATORS = {
+    "add": ("add", _ARITH),
+    "sub": ("subtract", _ARITH),
+    "mul": ("multiply", _ARITH),
+    "truediv": ("divide", _DIV),
+    "floordiv": ("floor_divide", _ARITH),
+    "mod": ("remainder", _ARITH),
+    "pow": ("pow", _ARITH),
+    "matmul": ("matmul", _ARITH),
+    "and": ("logical_and", _LOGIC),
+    "or": ("logical_or", _LOGIC),
+}
+_COMPARISONS = {
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
+
+
+def _install_operators() -> None:
+    for dunder, (name, kind) in _OPERATORS.items():
+        fwd, rev = _make_operator(name, kind)
+        fwd.__name__, rev.__name__ = f"__{dunder}__", f"__r{dunder}__"
+        setattr(Tensor, fwd.__name__, fwd)
+        setattr(Tensor, rev.__name__, rev)
+    for dunder, name in _COMPARISONS.items():
+        fwd, _ = _make_operator(name, _CMP)
+        fwd.__name__ = f"__{dunder}__"
+        setattr(Tensor, fwd.__name__, fwd)
+
+
 def _rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) not in _SCALARS:
         return _binop(_coerce(x, y), x, name, kind)
@@ -485,3 +477,6 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
     if isinstance(k, (list, np.ndarray)):
         return _coerce(x, k)._native
     return k
+
+
+_install_operators()
