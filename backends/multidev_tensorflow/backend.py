@@ -1,0 +1,237 @@
+"""The TensorFlow adapter: devices, tensor creation and conversion, variables.
+
+Devices are TensorFlow's logical devices (``/CPU:0``, ``/CPU:1``, ``/GPU:0``). When this
+adapter is built before TensorFlow has initialised its runtime, it splits the physical CPU
+into ``MULTIDEV_TF_CPU_DEVICES`` logical CPUs (default 2; 1 disables) so that multi-device
+code can be tested without a GPU, and turns memory growth on for every GPU so that
+TensorFlow does not take all GPU memory. A runtime the user already initialised is used
+as it is.
+
+TensorFlow eager places an op on its default device (GPU:0 if there is one, else CPU:0)
+whatever its inputs' device, so the core runs ops on every other device inside
+``scope(dev)``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import AbstractContextManager
+
+import ml_dtypes
+import numpy as np
+import tensorflow as tf
+
+from multidev.contract import AdapterBase
+from multidev.device import Device
+from multidev.dtypes import DType
+from multidev.errors import DeviceError
+
+from . import indexing
+from .dtypes import FROM_NATIVE, NATIVE, unsupported
+from .ops import Ops
+from .ops import copy as _deep_copy
+
+__all__ = ["CPU_DEVICES_ENV", "Backend"]
+
+#: Number of logical CPU devices to create when TensorFlow is not initialised yet.
+CPU_DEVICES_ENV = "MULTIDEV_TF_CPU_DEVICES"
+
+_NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
+#: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
+_ALIGNMENT = 64
+_DLPACK_KINDS = frozenset("biuf")
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+_from_dlpack = tf.experimental.dlpack.from_dlpack
+
+
+def _cpu_device_count() -> int:
+    raw = os.environ.get(CPU_DEVICES_ENV, "").strip()
+    if not raw:
+        return 2
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"Expected a positive integer in {CPU_DEVICES_ENV}. Received: {raw!r}. "
+            "Set it to 1 to keep a single CPU device."
+        )
+    return n
+
+
+def _configure_runtime() -> None:
+    """Logical CPUs and GPU memory growth, only while TensorFlow is not initialised."""
+    n = _cpu_device_count()
+    cpus = tf.config.list_physical_devices("CPU")
+    gpus = tf.config.list_physical_devices("GPU")
+    try:
+        if n > 1 and cpus and tf.config.get_logical_device_configuration(cpus[0]) is None:
+            tf.config.set_logical_device_configuration(
+                cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
+            )
+        for gpu in gpus:
+            if tf.config.get_logical_device_configuration(gpu) is None:
+                tf.config.experimental.set_memory_growth(gpu, True)
+    except RuntimeError:  # the runtime is initialised already: use what exists
+        pass
+
+
+def _parse_name(name: str) -> Device | None:
+    m = _NAME.search(name)
+    if m is None:
+        return None
+    return Device(m.group(1).lower(), int(m.group(2)))
+
+
+class Backend(AdapterBase):
+    """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
+
+    name = "tensorflow"
+    reference = "multidev_tensorflow.reference"
+    tensor_types = (tf.Tensor, tf.Variable)
+    ops = Ops()
+
+    def __init__(self) -> None:
+        super().__init__()
+        _configure_runtime()
+        devices = self.list_devices()
+        self._devices = devices
+        self._device_set = frozenset(devices)
+        self._num_gpus = sum(d.type == "gpu" for d in devices)
+        self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
+        self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
+        self._by_name: dict[str, Device] = {"": self._default}
+        self.scoped_devices = frozenset(devices) - {self._default}
+        caps = {"gpu", "bfloat16", "float16", "float64", "dlpack"}
+        if sum(d.type == "cpu" for d in devices) > 1:
+            caps.add("multi_device")
+        self.capabilities = frozenset(caps)
+
+    def version(self) -> str:
+        return tf.__version__
+
+    # ---------------------------------------------------------------- devices
+    def list_devices(self) -> list[Device]:
+        """TensorFlow's logical CPU and GPU devices, CPUs first, each by index."""
+        found = {_parse_name(d.name) for d in tf.config.list_logical_devices()}
+        found.discard(None)
+        found.add(Device("cpu", 0))
+        return sorted(found, key=lambda d: (d.type != "cpu", d.index))  # type: ignore[union-attr]
+
+    def num_gpus(self) -> int:
+        return self._num_gpus
+
+    def default_device(self) -> Device:
+        return self._default
+
+    def native_device(self, dev: Device) -> str:
+        """TensorFlow's device string: '/CPU:0', '/GPU:1'."""
+        try:
+            return self._native[dev]
+        except KeyError:
+            return f"/{dev.type.upper()}:{dev.index}"
+
+    def parse_native_device(self, obj) -> Device | None:
+        """A Device from tf.config.LogicalDevice, tf.config.PhysicalDevice or tf.DeviceSpec."""
+        if isinstance(obj, (tf.config.LogicalDevice, tf.config.PhysicalDevice)):
+            return _parse_name(obj.name)
+        if isinstance(obj, tf.DeviceSpec):
+            kind = (obj.device_type or "").lower()
+            if kind not in ("cpu", "gpu"):
+                return None
+            return Device(kind, obj.device_index or 0)
+        return None
+
+    def device_of(self, x) -> Device:
+        name = x.device
+        try:
+            return self._by_name[name]
+        except KeyError:
+            pass
+        dev = _parse_name(name)
+        if dev is None:
+            raise DeviceError(
+                "Expected a tensor on a CPU or GPU device. "
+                f"Received: a tensor on {name!r}. Copy it to '/CPU:0' with tf.identity first."
+            )
+        self._by_name[name] = dev
+        return dev
+
+    def scope(self, dev: Device) -> AbstractContextManager:
+        return tf.device(self._native[dev])
+
+    # ---------------------------------------------------------------- tensors
+    def dtype_of(self, x) -> DType:
+        try:
+            return FROM_NATIVE[x.dtype]
+        except KeyError:
+            raise unsupported(x.dtype) from None
+
+    def native_dtype(self, dt: DType):
+        return NATIVE[dt]
+
+    def shape_of(self, x) -> tuple[int, ...]:
+        return tuple(x.shape.as_list())
+
+    def from_numpy(self, arr: np.ndarray, dev: Device):
+        """A tensor on ``dev``; shares the array's memory on CPU:0 when TensorFlow can
+        (writable, C-contiguous, aligned for its kernels), else copies."""
+        if (
+            dev is self._devices[0]
+            and arr.flags.c_contiguous
+            and arr.flags.writeable
+            and arr.size
+            and arr.dtype.kind in _DLPACK_KINDS
+            and arr.ctypes.data % _ALIGNMENT == 0
+        ):
+            return _from_dlpack(arr.__dlpack__())
+        with tf.device(self._native[dev]):
+            return tf.constant(arr)
+
+    def to_numpy(self, x) -> np.ndarray:
+        """The values on the host: a read-only view of a CPU tensor's buffer, else a copy."""
+        try:
+            return np.asarray(memoryview(x))
+        except (TypeError, ValueError):
+            out = x.numpy()
+            if type(out) is np.ndarray:
+                return out
+            return np.asarray(out, dtype=x.dtype.as_numpy_dtype)
+
+    def to_device(self, x, dev: Device):
+        """A new tensor on ``dev`` with its own buffer."""
+        with tf.device(self._native[dev]):
+            if dev.type == "cpu" and "CPU" in x.device:
+                return tf.raw_ops.DeepCopy(x=x)
+            return tf.identity(x)
+
+    def full(self, shape, value, dt: DType, dev: Device):
+        with tf.device(self._native[dev]):
+            return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
+
+    def setitem(self, x, key, value):
+        return indexing.setitem(x, key, value)
+
+    def seed(self, seed: int) -> None:
+        tf.random.set_seed(seed)
+
+    def from_dlpack(self, obj):
+        """A tensor sharing the memory of a DLPack-capable object (or capsule)."""
+        capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+        x = _from_dlpack(capsule)
+        if "CPU" in x.device and x.shape.num_elements():
+            view = self.to_numpy(x)
+            if view.ctypes.data % _ALIGNMENT:
+                return tf.constant(view)
+        return x
+
+    # ---------------------------------------------------------------- variables
+    def make_variable(self, x):
+        """A trainable tf.Variable holding a copy of x's values, on x's device."""
+        with tf.device(x.device):
+            return tf.Variable(_deep_copy(x), trainable=True)
+
+    def variable_tensor(self, var):
+        return var

@@ -1,0 +1,277 @@
+"""The TensorFlow op table: NumPy/PyTorch semantics on eager tensors.
+
+Each op calls TensorFlow's kernel directly. TensorFlow lacks some kernels (arithmetic on
+bool, ``abs``/``negative`` on uint8, ``matmul`` on 8- and 16-bit integers, ...); those
+raise, and only then a slower path computes the result in a wider dtype and casts it
+back, so the common path pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from multidev.contract import PythonOperatorOps
+
+from .dtypes import NATIVE
+from .indexing import getitem
+
+__all__ = ["Ops"]
+
+_NO_KERNEL = (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError)
+_WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
+_cast = tf.cast
+_FLOATS = frozenset({tf.float16, tf.bfloat16, tf.float32, tf.float64})
+
+
+def _dtype(*args):
+    for a in args:
+        dt = getattr(a, "dtype", None)
+        if dt is not None:
+            return dt
+    raise TypeError(f"Expected at least one TensorFlow tensor. Received: {args!r}")
+
+
+def _widen(a, wide):
+    if hasattr(a, "dtype"):
+        return _cast(a, wide)
+    return int(a) if isinstance(a, bool) else a
+
+
+def _fallback(fast, slow, name):
+    """``fast`` unless TensorFlow has no kernel for the dtype; then ``slow`` (None: re-raise)."""
+
+    def op(*args):
+        try:
+            return fast(*args)
+        except _NO_KERNEL:
+            out = slow(*args)
+            if out is None:
+                raise
+            return out
+
+    op.__name__ = name
+    return op
+
+
+# ---------------------------------------------------------------- binary
+
+
+def _binary(fast, name):
+    def slow(a, b):
+        dt = _dtype(a, b)
+        if dt == tf.bool and name == "subtract":
+            raise TypeError(
+                "Expected numeric tensors for subtract. Received: bool tensors. "
+                "Compare masks with != (exclusive or) or invert one with ~."
+            )
+        if (
+            name in ("floor_divide", "remainder")
+            and not dt.is_floating
+            and bool(tf.reduce_any(tf.equal(_widen(b, tf.int64), 0)))
+        ):
+            raise ZeroDivisionError(
+                f"Expected a divisor without zeros for integer {name}. Received: a divisor "
+                "holding 0. Use floating-point tensors to get inf/nan instead."
+            )
+        if name == "pow" and dt.is_integer and bool(tf.reduce_any(tf.less(_widen(b, tf.int64), 0))):
+            raise ValueError(
+                "Expected non-negative exponents for integer pow. Received: a negative exponent. "
+                "Use a floating-point base, e.g. x.astype(md.float32) ** -1."
+            )
+        wide = _WIDE.get(dt)
+        if wide is None:
+            return None
+        out = fast(_widen(a, wide), _widen(b, wide))
+        return out if out.dtype == tf.bool else _cast(out, dt)
+
+    return _fallback(fast, slow, name)
+
+
+_mm2 = _binary(tf.linalg.matmul, "matmul")
+
+
+def _matmul(a, b):
+    """Array API matmul: 1-D operands are promoted to matrices and the added axis removed."""
+    ra, rb = a.shape.rank, b.shape.rank
+    if ra >= 2 and rb >= 2:
+        return _mm2(a, b)
+    if ra == 0 or rb == 0:
+        raise ValueError(
+            "Expected tensors with at least one dimension for matmul. "
+            f"Received: shapes {tuple(a.shape)} and {tuple(b.shape)}. Use * for scalars."
+        )
+    if ra == 1 and rb == 1:
+        return tf.reshape(_mm2(tf.reshape(a, (1, -1)), tf.reshape(b, (-1, 1))), ())
+    if ra == 1:
+        return tf.squeeze(_mm2(tf.expand_dims(a, 0), b), -2)
+    return tf.squeeze(_mm2(a, tf.expand_dims(b, -1)), -1)
+
+
+# ---------------------------------------------------------------- unary
+
+
+def _negative_slow(x):
+    dt = x.dtype
+    if dt == tf.bool:
+        raise TypeError(
+            "Expected a numeric tensor for negation. Received: a bool tensor. Use ~ to invert a mask."
+        )
+    if dt == tf.uint8:
+        return tf.math.subtract(tf.zeros_like(x), x)
+    wide = _WIDE.get(dt)
+    return None if wide is None else _cast(tf.math.negative(_cast(x, wide)), dt)
+
+
+def _identity_for(dtypes):
+    def slow(x):
+        return tf.identity(x) if x.dtype in dtypes else None
+
+    return slow
+
+
+_INTEGERS = frozenset({tf.bool, tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64})
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _axes(axis):
+    return None if axis is None else list(axis)
+
+
+def _reduction(fn, name, bool_fn=None):
+    def fast(x, axis, keepdims):
+        return fn(x, axis=_axes(axis), keepdims=keepdims)
+
+    def slow(x, axis, keepdims):
+        dt = x.dtype
+        if dt == tf.bool and bool_fn is not None:
+            return bool_fn(x, axis=_axes(axis), keepdims=keepdims)
+        if dt not in _WIDE:
+            return None
+        return _cast(fn(_cast(x, tf.int64), axis=_axes(axis), keepdims=keepdims), dt)
+
+    return _fallback(fast, slow, name)
+
+
+def _arg(fn):
+    """argmax/argmin as int64; the first NaN wins for floats, as in NumPy and PyTorch."""
+
+    def op(x, axis, keepdims):
+        rank = x.shape.rank
+        flat = axis is None or rank == 0
+        y = tf.reshape(x, (-1,)) if flat else x
+        ax = 0 if flat else axis
+        out = fn(y, axis=ax, output_type=tf.int64)
+        if x.dtype in _FLOATS:
+            nan = tf.math.is_nan(y)
+            first_nan = tf.math.argmax(_cast(nan, tf.int8), axis=ax, output_type=tf.int64)
+            out = tf.where(tf.reduce_any(nan, axis=ax), first_nan, out)
+        if keepdims:
+            out = tf.reshape(out, (1,) * rank) if flat else tf.expand_dims(out, axis)
+        return out
+
+    op.__name__ = fn.__name__
+    return op
+
+
+# ---------------------------------------------------------------- others
+
+
+def _clip(x, lo, hi):
+    """minimum(maximum(x, lo), hi), as NumPy; bounds are converted to x's dtype first."""
+    dt = x.dtype
+    if dt == tf.bool:
+        return _cast(_clip(_cast(x, tf.int32), lo, hi), tf.bool)
+    if dt.is_integer:
+        lo = None if lo is None else min(max(int(lo), dt.min), dt.max)
+        hi = None if hi is None else min(max(int(hi), dt.min), dt.max)
+    out = x
+    if lo is not None:
+        out = tf.math.maximum(out, tf.constant(lo, dt))
+    if hi is not None:
+        out = tf.math.minimum(out, tf.constant(hi, dt))
+    return out if out is not x else tf.identity(x)
+
+
+def _softmax_like(fn):
+    def op(x, axis):
+        if x.shape.rank == 0:
+            return tf.reshape(fn(tf.reshape(x, (1,)), axis=0), ())
+        return fn(x, axis=axis)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+_SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
+
+
+def _astype(x, dt):
+    """tf.cast; floats reach 8- and 16-bit integers through int64 so that out-of-range
+    values wrap as in NumPy instead of saturating."""
+    native = NATIVE[dt]
+    if native in _SMALL_INTS and x.dtype.is_floating:
+        x = _cast(x, tf.int64)
+    return _cast(x, native)
+
+
+def copy(x):
+    """A tensor with its own buffer: CPU tensors may alias NumPy memory (zero-copy creation),
+    so they are deep-copied; elsewhere ``identity`` already gives a new buffer."""
+    if "CPU" in x.device:
+        return tf.raw_ops.DeepCopy(x=x)
+    return tf.identity(x)
+
+
+class Ops(PythonOperatorOps):
+    """Native TensorFlow operations; every entry takes and returns eager tensors."""
+
+    add = staticmethod(_binary(tf.math.add, "add"))
+    subtract = staticmethod(_binary(tf.math.subtract, "subtract"))
+    multiply = staticmethod(_binary(tf.math.multiply, "multiply"))
+    divide = staticmethod(tf.math.truediv)
+    floor_divide = staticmethod(_binary(tf.math.floordiv, "floor_divide"))
+    remainder = staticmethod(_binary(tf.math.floormod, "remainder"))
+    pow = staticmethod(_binary(tf.math.pow, "pow"))
+    matmul = staticmethod(_matmul)
+    maximum = staticmethod(_binary(tf.math.maximum, "maximum"))
+    minimum = staticmethod(_binary(tf.math.minimum, "minimum"))
+    equal = staticmethod(tf.math.equal)
+    not_equal = staticmethod(tf.math.not_equal)
+    less = staticmethod(_binary(tf.math.less, "less"))
+    less_equal = staticmethod(_binary(tf.math.less_equal, "less_equal"))
+    greater = staticmethod(_binary(tf.math.greater, "greater"))
+    greater_equal = staticmethod(_binary(tf.math.greater_equal, "greater_equal"))
+    logical_and = staticmethod(tf.math.logical_and)
+    logical_or = staticmethod(tf.math.logical_or)
+    negative = staticmethod(_fallback(tf.math.negative, _negative_slow, "negative"))
+    abs = staticmethod(_fallback(tf.math.abs, _identity_for({tf.bool, tf.uint8}), "abs"))
+    exp = staticmethod(tf.math.exp)
+    log = staticmethod(tf.math.log)
+    sqrt = staticmethod(tf.math.sqrt)
+    sin = staticmethod(tf.math.sin)
+    cos = staticmethod(tf.math.cos)
+    tanh = staticmethod(tf.math.tanh)
+    sigmoid = staticmethod(tf.math.sigmoid)
+    relu = staticmethod(_fallback(tf.nn.relu, _identity_for({tf.bool}), "relu"))
+    floor = staticmethod(_fallback(tf.math.floor, _identity_for(_INTEGERS), "floor"))
+    logical_not = staticmethod(tf.math.logical_not)
+    sum = staticmethod(_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any))
+    mean = staticmethod(_reduction(tf.math.reduce_mean, "mean"))
+    max = staticmethod(_reduction(tf.math.reduce_max, "max", tf.math.reduce_any))
+    min = staticmethod(_reduction(tf.math.reduce_min, "min", tf.math.reduce_all))
+    prod = staticmethod(_reduction(tf.math.reduce_prod, "prod", tf.math.reduce_all))
+    argmax = staticmethod(_arg(tf.math.argmax))
+    argmin = staticmethod(_arg(tf.math.argmin))
+    reshape = staticmethod(tf.reshape)
+    permute_dims = staticmethod(tf.transpose)
+    concat = staticmethod(tf.concat)
+    stack = staticmethod(tf.stack)
+    where = staticmethod(tf.where)
+    clip = staticmethod(_clip)
+    softmax = staticmethod(_softmax_like(tf.nn.softmax))
+    log_softmax = staticmethod(_softmax_like(tf.nn.log_softmax))
+    getitem = staticmethod(getitem)
+    astype = staticmethod(_astype)
+    copy = staticmethod(copy)
