@@ -66,6 +66,8 @@ def _tests(session: nox.Session, backend: str) -> None:
         "multidev.testing",
         "-p",
         "no:cacheprovider",
+        "-p",
+        "multidev.testing.plugin",
         "-q",
         "-rs",
         f"--conformance-json={reports / (backend + '.json')}",

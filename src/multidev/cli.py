@@ -64,6 +64,8 @@ def _run_suite(name: str, json_path: Path, pytest_args: list[str]) -> int:
         str(suite_path()),
         "-p",
         "no:cacheprovider",
+        "-p",
+        "multidev.testing.plugin",
         "-q",
         f"--conformance-json={json_path}",
         *pytest_args,

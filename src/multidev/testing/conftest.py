@@ -50,29 +50,3 @@ def native_ops(bk):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
-
-
-def pytest_addoption(parser) -> None:
-    parser.addoption(
-        "--conformance-json",
-        default=None,
-        help="write this backend's per-section results (the conformance matrix column) as JSON",
-    )
-
-
-def pytest_sessionstart(session) -> None:
-    path = session.config.getoption("--conformance-json")
-    if path:
-        from multidev.testing.report import Recorder
-
-        session.config._multidev_recorder = Recorder(registry.current().name)
-        session.config.pluginmanager.register(session.config._multidev_recorder)
-
-
-def pytest_sessionfinish(session) -> None:
-    rec = getattr(session.config, "_multidev_recorder", None)
-    if rec is not None:
-        import json
-        from pathlib import Path
-
-        Path(session.config.getoption("--conformance-json")).write_text(json.dumps(rec.result()))
