@@ -107,6 +107,16 @@ def _matmul(a, b):
     return tf.squeeze(_mm2(a, tf.expand_dims(b, -1)), -1)
 
 
+def _linear(x, w, b):
+    """``x @ w.T + b`` with PyTorch's (out_features, in_features) weight: one matmul with a
+    transposed operand for 2-D input, ``tensordot`` over the last axis for other ranks."""
+    if x.shape.rank == 2:
+        y = tf.linalg.matmul(x, w, transpose_b=True)
+    else:
+        y = tf.tensordot(x, w, [[x.shape.rank - 1], [1]])
+    return y if b is None else y + b
+
+
 # ---------------------------------------------------------------- unary
 
 
@@ -235,6 +245,8 @@ class Ops(PythonOperatorOps):
     remainder = staticmethod(_binary(tf.math.floormod, "remainder"))
     pow = staticmethod(_binary(tf.math.pow, "pow"))
     matmul = staticmethod(_matmul)
+    # (x, weight (out, in), bias or None): the layer op behind nn.Linear
+    linear = staticmethod(_linear)
     maximum = staticmethod(_binary(tf.math.maximum, "maximum"))
     minimum = staticmethod(_binary(tf.math.minimum, "minimum"))
     equal = staticmethod(tf.math.equal)

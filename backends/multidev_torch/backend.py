@@ -221,6 +221,8 @@ class Ops(PythonOperatorOps):
     getitem = staticmethod(_getitem)
     astype = staticmethod(lambda x, dt: x.to(_TO_TORCH[dt]))
     copy = staticmethod(torch.clone)
+    # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
+    linear = staticmethod(torch.nn.functional.linear)
     # floor division and remainder through Python operators: PyTorch floors, as NumPy does
     floor_divide = staticmethod(operator.floordiv)
     remainder = staticmethod(operator.mod)
@@ -386,6 +388,10 @@ class Backend(AdapterBase):
 
     def variable_tensor(self, var):
         return var
+
+    def detach(self, x) -> torch.Tensor:
+        """The same storage outside autograd recording (what ``p.data`` wraps)."""
+        return x.detach()
 
     def from_dlpack(self, obj) -> torch.Tensor:
         return torch.from_dlpack(obj)

@@ -130,6 +130,7 @@ class Adapter(Protocol):
     # parameters
     def make_variable(self, x: Any) -> Any: ...
     def variable_tensor(self, var: Any) -> Any: ...
+    def detach(self, x: Any) -> Any: ...
 
 
 class AdapterBase:
@@ -187,6 +188,11 @@ class AdapterBase:
         """A native tensor for ops that shares the variable's storage (the variable itself where
         the framework's ops take variables)."""
         return var
+
+    def detach(self, x: Any) -> Any:
+        """The same storage outside autograd recording (what ``p.data`` wraps); identity where
+        writes into a variable are never recorded."""
+        return x
 
 
 class PythonOperatorOps:

@@ -1,5 +1,28 @@
-"""Neural-network building blocks."""
+"""Neural-network building blocks: ``Block``/``Sequential``, ``Parameter``, layers and ``init``.
 
-from . import functional
+The API is PyTorch's ``torch.nn`` (names, parameter names, printing), written once for every
+backend.
+"""
 
-__all__ = ["functional"]
+from . import functional, init
+from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
+from .module import Block, IncompatibleKeys, Module, Sequential
+from .parameter import Parameter, UninitializedParameter
+
+__all__ = [
+    "Block",
+    "Dropout",
+    "Flatten",
+    "IncompatibleKeys",
+    "LazyLinear",
+    "Linear",
+    "Module",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Tanh",
+    "UninitializedParameter",
+    "functional",
+    "init",
+]

@@ -1,11 +1,17 @@
-"""Activation functions and losses on md Tensors."""
+"""Activation functions, layers as functions, and losses on md Tensors."""
 
 from __future__ import annotations
 
-from ..ops import _call, _floating, _tensor, _wrap
-from ..tensor import Tensor
+from typing import Any
 
-__all__ = ["log_softmax", "relu", "sigmoid", "softmax", "tanh"]
+import numpy as np
+
+from .. import dtypes as _dt
+from ..ops import _call, _floating, _tensor, _wrap
+from ..random import host_uniform
+from ..tensor import Tensor, _check_same, _on
+
+__all__ = ["dropout", "linear", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
 
 
 def relu(x) -> Tensor:
@@ -33,3 +39,124 @@ def softmax(x, dim: int = -1) -> Tensor:
 def log_softmax(x, dim: int = -1) -> Tensor:
     x = _floating(_tensor(x))
     return _wrap(x, _call(x, "log_softmax", x._native, dim % max(x.ndim, 1)), x._dtype)
+
+
+# ---------------------------------------------------------------- linear
+
+#: adapter -> native ``linear(x, weight, bias_or_None)``, found once per adapter
+_linear_fns: dict[Any, Any] = {}
+
+
+def _linear_fn(bk) -> Any:
+    """The adapter's own ``linear`` op, else ``x @ w.T + b`` from its matmul and add."""
+    fn = getattr(bk.ops, "linear", None)
+    if fn is None:
+        ops = bk.ops
+        matmul, permute_dims, add = ops.matmul, ops.permute_dims, ops.add
+
+        def fn(x, w, b):
+            y = matmul(x, permute_dims(w, (1, 0)))
+            return y if b is None else add(y, b)
+
+    _linear_fns[bk] = fn
+    return fn
+
+
+def _linear_operands(x: Tensor, weight: Tensor, bias: Tensor | None):
+    """Natives of one backend, device and (promoted, floating) dtype, or a clear error."""
+    _check_same(x, weight)
+    dt = _dt.result_type(x._dtype, weight._dtype)
+    if bias is not None:
+        _check_same(x, bias)
+        dt = _dt.result_type(dt, bias._dtype)
+    if dt.kind != "f":
+        dt = _dt.float32
+    natives = []
+    for t in (x, weight, bias):
+        if t is None:
+            natives.append(None)
+        elif t._dtype is dt:
+            natives.append(t._native)
+        else:
+            natives.append(_call(t, "astype", t._native, dt))
+    return (*natives, dt)
+
+
+def _linear_error(x: Tensor, weight: Tensor, bias: Tensor | None) -> ValueError | None:
+    wshape = weight.shape
+    if len(wshape) != 2:
+        return ValueError(
+            f"Expected a 2-D weight of shape (out_features, in_features). Received: shape {wshape}"
+        )
+    xshape = x.shape
+    if not xshape or xshape[-1] != wshape[1]:
+        return ValueError(
+            f"Expected input whose last dimension is in_features={wshape[1]} (weight of shape "
+            f"{wshape}). Received: input of shape {xshape}. Check the layer's in_features or "
+            "flatten the input first."
+        )
+    if bias is not None and bias.shape != (wshape[0],):
+        return ValueError(
+            f"Expected a bias of shape ({wshape[0]},) for a weight of shape {wshape}. "
+            f"Received: bias of shape {bias.shape}"
+        )
+    return None
+
+
+def linear(x, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias``, with ``weight`` of shape (out_features, in_features).
+
+    Uses the framework's own fused linear op where the adapter provides one.
+    """
+    if not isinstance(x, Tensor):
+        x = _tensor(x, weight)
+    bk = x._bk
+    dev = x._dev
+    dt = x._dtype
+    if (
+        weight._bk is bk
+        and weight._dev is dev
+        and weight._dtype is dt
+        and dt.kind == "f"
+        and (bias is None or (bias._bk is bk and bias._dev is dev and bias._dtype is dt))
+    ):
+        a, w, b = x._native, weight._native, None if bias is None else bias._native
+    else:
+        a, w, b, dt = _linear_operands(x, weight, bias)
+    fn = _linear_fns.get(bk) or _linear_fn(bk)
+    try:
+        if bk.scoped_devices and dev in bk.scoped_devices:
+            with bk.scope(dev):
+                out = fn(a, w, b)
+        else:
+            out = fn(a, w, b)
+    except Exception as e:
+        err = _linear_error(x, weight, bias)
+        if err is None:
+            raise
+        raise err from e
+    return Tensor(out, bk, dev, dt)
+
+
+# ---------------------------------------------------------------- dropout
+
+
+def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p).
+
+    The mask comes from multidev's host generator, so a seeded run drops the same elements on
+    every backend. Returns ``x`` unchanged when ``training`` is false or ``p`` is 0.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {p}")
+    x = _tensor(x)
+    if not training or p == 0.0:
+        return x
+    x = _floating(x)
+    if p == 1.0:
+        return x * 0.0
+    keep = host_uniform(x.shape) >= np.float32(p)
+    mask = np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0.0)).astype(x._dtype.numpy)
+    bk = x._bk
+    m = Tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
+    return x * m

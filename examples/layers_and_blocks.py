@@ -1,0 +1,11 @@
+"""Layers and blocks, from the d2l "deep learning computation" chapter, on the active backend.
+
+Run it with ``MULTIDEV_BACKEND=torch python examples/layers_and_blocks.py``. The code is in
+``src/multidev/examples/layers_and_blocks.py`` (shipped in the package, so that ``multidev demo``
+runs it from an installed wheel).
+"""
+
+from multidev.examples.layers_and_blocks import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,515 @@
+"""``nn.Block`` (alias ``nn.Module``) and ``nn.Sequential``: the tree of layers and parameters.
+
+Blocks and Parameters assigned as attributes register in assignment order, so parameter
+names (``"0.block 1.2.weight"``), ``state_dict`` keys and ``print(net)`` are PyTorch's. A
+block that is used in two places is one object: ``named_parameters`` yields its parameters
+once, ``state_dict`` lists them under every name (mapping to the same Tensor).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..device import as_device, check_available
+from ..errors import StateDictError
+from ..tensor import Tensor
+from .parameter import Parameter, UninitializedParameter, _same_backend
+
+__all__ = ["Block", "IncompatibleKeys", "Module", "Sequential"]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(..., strict=False)`` skipped."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+def _addindent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    pad = " " * spaces
+    return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
+
+
+def _shape_of(value: Any) -> tuple[int, ...]:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        shape = np.shape(value)
+    return tuple(int(s) for s in shape)
+
+
+class Block:
+    """Base class of layers and models: define ``__init__`` (call ``super().__init__()`` first,
+    then assign sub-blocks and Parameters as attributes) and ``forward``; call the block to run
+    it.
+
+    A lazy block (``_lazy = True``) defines ``initialize_parameters(*inputs)``; its first call
+    runs that once, with the inputs, to infer the shapes of its parameters, then runs any
+    initialisers recorded for them, and the block becomes ``cls_to_become`` if it names one.
+    """
+
+    _lazy = False
+    training: bool
+
+    def __init__(self) -> None:
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers"] = set()
+        d["_modules"] = {}
+
+    # ------------------------------------------------------------ calling
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"Expected {type(self).__name__} to define forward(). Received: a Block subclass "
+            "without one. Define `def forward(self, X): ...` returning the block's output."
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._lazy:
+            self._maybe_build(args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def _maybe_build(self, args: tuple, kwargs: dict) -> None:
+        """Infer the shapes of a lazy block's parameters from its first inputs, in one place."""
+        self.initialize_parameters(*args, **kwargs)
+        cls = getattr(self, "cls_to_become", None)
+        if cls is not None:
+            self.__class__ = cls
+        else:
+            self.__dict__["_lazy"] = False
+
+    def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            f"Expected the lazy block {type(self).__name__} to define initialize_parameters(). "
+            "Received: none. Define it to materialise the parameters from the first inputs."
+        )
+
+    # ------------------------------------------------------------ registration
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError(
+                    "Expected Block.__init__() to run before a Parameter is assigned. "
+                    f"Received: {name!r} assigned first. Call super().__init__() first."
+                )
+            self._forget(name, keep="_parameters")
+            params[name] = value
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"Expected an nn.Parameter or None for parameter {name!r}. "
+                    f"Received: {type(value).__name__}. Wrap it: nn.Parameter(value)."
+                )
+            params[name] = None
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Block):
+            if modules is None:
+                raise AttributeError(
+                    "Expected Block.__init__() to run before a sub-block is assigned. "
+                    f"Received: {name!r} assigned first. Call super().__init__() first."
+                )
+            self._forget(name, keep="_modules")
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"Expected a Block or None for sub-block {name!r}. "
+                    f"Received: {type(value).__name__}"
+                )
+            modules[name] = None
+            return
+        buffers = d.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"Expected a Tensor or None for buffer {name!r}. "
+                    f"Received: {type(value).__name__}"
+                )
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _forget(self, name: str, keep: str = "") -> None:
+        """Drop ``name`` from every registry but ``keep`` (so a re-assignment keeps its place)."""
+        d = self.__dict__
+        d.pop(name, None)
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store != keep:
+                d[store].pop(name, None)
+        d["_non_persistent_buffers"].discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            items = d.get(store)
+            if items is not None and name in items:
+                return items[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            items = d.get(store)
+            if items is not None and name in items:
+                del items[name]
+                d["_non_persistent_buffers"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        names = set(super().__dir__())
+        for store in ("_parameters", "_buffers", "_modules"):
+            names.update(self.__dict__.get(store, ()))
+        return sorted(names)
+
+    def _check_name(self, name: Any, kind: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"Expected Block.__init__() to run before a {kind} is registered. "
+                "Call super().__init__() first."
+            )
+        if not isinstance(name, str):
+            raise TypeError(f"Expected a string as {kind} name. Received: {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f"Expected a non-empty {kind} name without '.'. Received: {name!r}")
+        d = self.__dict__
+        if name in d or (hasattr(type(self), name) and name not in d[f"_{kind}s"]):
+            raise KeyError(
+                f"Expected a new {kind} name. Received: {name!r}, which is already an "
+                f"attribute of {type(self).__name__}"
+            )
+
+    def add_module(self, name: str, module: Block | None) -> None:
+        """Register ``module`` as a sub-block called ``name`` (any string without '.')."""
+        if module is not None and not isinstance(module, Block):
+            raise TypeError(f"Expected a Block or None. Received: {type(module).__name__}")
+        self._check_name(name, "module")
+        self._forget(name, keep="_modules")
+        self.__dict__["_modules"][name] = module
+
+    register_module = add_module
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` (or None, for an absent optional parameter) as ``name``."""
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"Expected an nn.Parameter or None. Received: {type(param).__name__}. "
+                "Wrap it: nn.Parameter(value)."
+            )
+        self._check_name(name, "parameter")
+        self._forget(name, keep="_parameters")
+        self.__dict__["_parameters"][name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register a non-trainable tensor that moves with ``to()`` and, if ``persistent``,
+        is saved in ``state_dict``."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"Expected an md.Tensor or None. Received: {type(tensor).__name__}")
+        self._check_name(name, "buffer")
+        self._forget(name, keep="_buffers")
+        self.__dict__["_buffers"][name] = tensor
+        if not persistent:
+            self.__dict__["_non_persistent_buffers"].add(name)
+
+    # ------------------------------------------------------------ traversal
+    def named_modules(
+        self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Block]]:
+        """This block and every block below it, depth first, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Block]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Block]]:
+        memo: set[int] = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Block]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(
+        self, store: str, prefix: str, recurse: bool, remove_duplicate: bool
+    ) -> Iterator[tuple[str, Any]]:
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        memo: set[int] = set()
+        for mod_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None:
+                    continue
+                if remove_duplicate:
+                    if id(value) in memo:
+                        continue
+                    memo.add(id(value))
+                yield mod_prefix + ("." if mod_prefix else "") + name, value
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """(name, parameter) pairs with PyTorch's names; a shared parameter comes once."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn: Callable[[Block], Any]) -> Block:
+        """Call ``fn`` on every sub-block (children first, recursively), then on this block."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------ state
+    def train(self, mode: bool = True) -> Block:
+        """Set training mode (``Dropout`` active) on this block and every block below it."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"Expected a bool for train(mode). Received: {type(mode).__name__}")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> Block:
+        """Set evaluation mode: ``train(False)``."""
+        return self.train(False)
+
+    def to(self, device: Any) -> Block:
+        """Move every parameter and buffer to ``device``. Parameters keep their identity;
+        their storage moves. Returns the block itself."""
+        dev = as_device(device)
+        params = list(self.parameters())
+        for p in params:
+            check_available(p._bk, dev)
+        for p in params:
+            p._move(dev)
+        for module in self.modules():
+            bufs = module._buffers
+            for name, buf in bufs.items():
+                if buf is not None:
+                    bufs[name] = buf.to(dev)
+        return self
+
+    def state_dict(self, *, prefix: str = "", keep_vars: bool = False) -> OrderedDict[str, Any]:
+        """Every parameter and persistent buffer by name (ordered as ``named_parameters``).
+
+        Values are Tensors sharing the parameters' storage; a parameter used under several
+        names maps to the same Tensor object. ``keep_vars=True`` gives the Parameters.
+        """
+        out: OrderedDict[str, Any] = OrderedDict()
+        views: dict[int, Any] = {}
+        self._save_to(out, prefix, keep_vars, views)
+        return out
+
+    def _save_to(self, out: dict, prefix: str, keep_vars: bool, views: dict[int, Any]) -> None:
+        for name, p in self._parameters.items():
+            if p is None:
+                continue
+            if keep_vars or not p.initialized:
+                out[prefix + name] = p
+            else:
+                view = views.get(id(p))
+                if view is None:
+                    view = views[id(p)] = p.data
+                out[prefix + name] = view
+        skip = self._non_persistent_buffers
+        for name, b in self._buffers.items():
+            if b is not None and name not in skip:
+                out[prefix + name] = b
+        for name, module in self._modules.items():
+            if module is not None:
+                module._save_to(out, prefix + name + ".", keep_vars, views)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> IncompatibleKeys:
+        """Copy values from ``state_dict`` into this block's parameters and buffers, in place
+        (they keep their identity and device; values are converted to their dtype).
+
+        Raises one ``md.StateDictError`` listing every missing key, unexpected key (both only
+        when ``strict``) and shape mismatch; nothing is copied then.
+        """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(
+                f"Expected a mapping of names to tensors. Received: {type(state_dict).__name__}"
+            )
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = []
+        for key, target in own.items():
+            if key in state_dict and getattr(target, "initialized", True):
+                got = _shape_of(state_dict[key])
+                if got != target.shape:
+                    mismatched.append((key, target.shape, got))
+        if mismatched or (strict and (missing or unexpected)):
+            lines = [f"  missing key {k!r}" for k in missing] if strict else []
+            lines += [f"  unexpected key {k!r}" for k in unexpected] if strict else []
+            lines += [
+                f"  shape mismatch for {k!r}: expected {want}, received {got}"
+                for k, want, got in mismatched
+            ]
+            raise StateDictError(
+                f"Expected a state dict matching {type(self).__name__}'s parameters and buffers. "
+                f"Received one with {len(lines)} problem(s):\n"
+                + "\n".join(lines)
+                + "\nLoad a state dict saved from the same architecture"
+                + (
+                    ", or pass strict=False to skip missing and unexpected keys." if strict else "."
+                ),
+                missing=missing if strict else (),
+                unexpected=unexpected if strict else (),
+                mismatched=[k for k, _, _ in mismatched],
+            )
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if isinstance(target, UninitializedParameter):
+                target._materialize(_same_backend(target, value), replay=False)
+            elif isinstance(target, Parameter):
+                target[...] = _same_backend(target, value).to(target._dev)
+            else:
+                target[...] = _as_like(target, value)
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """The text inside the parentheses of this block's line in ``print(net)``."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({name}): " + _addindent(repr(module), 2) for name, module in self._modules.items()
+        ]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+Module = Block
+
+
+def _as_like(target: Tensor, value: Any) -> Tensor:
+    """``value`` as a Tensor with ``target``'s backend, device and dtype."""
+    bk = target._bk
+    if isinstance(value, Tensor):
+        t = value if value._bk is bk else value.to_backend(bk.name)
+        t = t.to(target._dev)
+        return t if t._dtype is target._dtype else t.astype(target._dtype)
+    arr = np.ascontiguousarray(np.asarray(value), dtype=target._dtype.numpy)
+    return Tensor(bk.from_numpy(arr, target._dev), bk, target._dev, target._dtype)
+
+
+class Sequential(Block):
+    """Blocks run one after the other: ``nn.Sequential(nn.Linear(4, 8), nn.ReLU())``.
+
+    Sub-blocks are named "0", "1", … (or by the keys of an OrderedDict passed alone).
+    Supports ``net[i]``, ``net[a:b]`` (a Sequential), ``len(net)``, iteration and ``append``.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def _index(self, idx: int) -> str:
+        n = len(self._modules)
+        if not isinstance(idx, (int, np.integer)) or isinstance(idx, bool):
+            raise TypeError(
+                f"Expected an int or a slice to index a Sequential. Received: {type(idx).__name__}"
+            )
+        if not -n <= idx < n:
+            raise IndexError(
+                f"Expected an index in [{-n}, {n}) for a Sequential of {n} blocks. Received: {idx}"
+            )
+        return list(self._modules)[int(idx) % n]
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._index(idx)]
+
+    def __setitem__(self, idx: int, module: Block) -> None:
+        if not isinstance(module, Block):
+            raise TypeError(f"Expected a Block. Received: {type(module).__name__}")
+        self._modules[self._index(idx)] = module
+
+    def __delitem__(self, idx: int | slice) -> None:
+        keys = list(self._modules)
+        for key in keys[idx] if isinstance(idx, slice) else [self._index(idx)]:
+            del self._modules[key]
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, module in enumerate(items):
+            self._modules[str(i)] = module
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Block]:
+        return iter(self._modules.values())
+
+    def append(self, module: Block) -> Sequential:
+        """Add ``module`` at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, X: Any) -> Any:
+        for module in self._modules.values():
+            X = module(X)
+        return X

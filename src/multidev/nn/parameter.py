@@ -1,0 +1,182 @@
+"""``nn.Parameter``: a Tensor whose storage is the framework's own trainable variable.
+
+The variable (torch ``nn.Parameter``, ``tf.Variable``, a paddle parameter, a gluon
+``Parameter``) is made once by the adapter's ``make_variable``; ops use the native tensor
+``variable_tensor`` gives for it, which shares its storage, so an in-place write through
+``p.data`` is seen by every user of ``p`` and by the framework itself. ``p.data`` goes through
+the adapter's ``detach(native)`` (a native sharing the storage, outside autograd recording:
+torch ``x.detach()``; identity elsewhere).
+
+A lazy layer's parameters start as ``UninitializedParameter``: a Parameter without a shape.
+Any use of its values raises ``md.DeferredInitializationError``; initialisers applied to it
+are recorded and run when the layer's first call gives it a shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .. import registry
+from ..creation import _device, asarray
+from ..device import as_device, check_available
+from ..errors import DeferredInitializationError
+from ..tensor import Tensor, _on
+
+__all__ = ["Parameter", "UninitializedParameter"]
+
+
+class Parameter(Tensor):
+    """A trainable tensor of a Block: ``nn.Parameter(md.randn(3, 4))``.
+
+    ``p.data`` is a Tensor sharing the parameter's storage (``p.data[0, 0] = 42`` writes into
+    it); ``p.native`` is the framework's trainable variable; ``p.grad`` is the gradient or None.
+    Creating a Parameter copies the values into a new variable on the tensor's device.
+    """
+
+    __slots__ = ("_pending", "_var", "grad", "requires_grad")
+
+    #: False only for the uninitialised parameters of a lazy layer.
+    initialized = True
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = asarray(np.zeros((0,), dtype=np.float32))
+        elif isinstance(data, UninitializedParameter):
+            raise TypeError(
+                "Expected a tensor with values to make a Parameter. Received: an uninitialised "
+                "parameter. Run a forward pass of its lazy layer first."
+            )
+        t = data if isinstance(data, Tensor) else asarray(data)
+        self._bk = t._bk
+        self._dev = t._dev
+        self._dtype = t._dtype
+        self.grad = None
+        self.requires_grad = bool(requires_grad)
+        self._pending = None
+        self._set_variable(_on(t._bk, t._dev, t._bk.make_variable, t._native))
+
+    def _set_variable(self, var: Any) -> None:
+        self._var = var
+        self._native = self._bk.variable_tensor(var)
+
+    @property
+    def native(self) -> Any:
+        """The framework's own trainable variable (no copy)."""
+        return self._var
+
+    @property
+    def data(self) -> Tensor:
+        """A Tensor sharing this parameter's storage, outside autograd recording; write into it
+        to change the parameter (``p.data[:] += 1``)."""
+        bk = self._bk
+        return Tensor(bk.detach(self._native), bk, self._dev, self._dtype)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        t = _same_backend(self, value)
+        if t.shape == self.shape:
+            self[...] = t.to(self._dev)
+            return
+        t = t.to(self._dev)
+        self._dtype = t._dtype
+        self._set_variable(_on(self._bk, self._dev, self._bk.make_variable, t._native))
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def _move(self, dev: Any) -> None:
+        """Move the storage to ``dev`` (a new variable there); the Parameter keeps its identity."""
+        dev = as_device(dev)
+        if dev is self._dev:
+            return
+        bk = self._bk
+        check_available(bk, dev)
+        native = bk.to_device(self._native, dev)
+        self._dev = dev
+        self._set_variable(_on(bk, dev, bk.make_variable, native))
+
+
+def _deferred(*_args: Any) -> NoReturn:
+    raise DeferredInitializationError(
+        "Expected an initialised parameter. Received: an uninitialised parameter of a lazy "
+        "layer, whose shape is unknown until its first call. Run a forward pass first "
+        "(e.g. net(X)) so that the shapes can be inferred, then use the parameter."
+    )
+
+
+class UninitializedParameter(Parameter):
+    """A parameter of a lazy layer before its first call: it has a backend, device and dtype
+    but no shape and no values yet.
+
+    ``initialized`` is False and every use of its values raises
+    ``md.DeferredInitializationError``. Initialisers from ``nn.init`` applied to it are
+    recorded and run, in order, when the layer materialises it.
+    """
+
+    __slots__ = ()
+
+    initialized = False
+    _native = property(_deferred, _deferred)  # type: ignore[assignment]
+    native = property(_deferred)  # type: ignore[assignment]
+    data = property(_deferred, _deferred)  # type: ignore[assignment]
+
+    def __init__(self, dtype: Any = None, device: Any = None, requires_grad: bool = True) -> None:
+        bk = registry.current()
+        self._bk = bk
+        self._dev = _device(bk, device)
+        self._dtype = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
+        self._var = None
+        self.grad = None
+        self.requires_grad = bool(requires_grad)
+        self._pending = []
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    def _move(self, dev: Any) -> None:
+        dev = as_device(dev)
+        check_available(self._bk, dev)
+        self._dev = dev
+
+    def _defer(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+        """Record an initialiser to run when the parameter gets its shape."""
+        self._pending.append((fn, args, kwargs))
+
+    def _materialize(self, values: np.ndarray | Tensor, replay: bool = True) -> None:
+        """Give the parameter its shape and values, then run the recorded initialisers."""
+        bk, dev = self._bk, self._dev
+        if isinstance(values, Tensor):
+            t = _same_backend(self, values).to(dev)
+            native = t._native
+            if t._dtype is not self._dtype:
+                native = _on(bk, dev, bk.ops.astype, native, self._dtype)
+        else:
+            arr = np.ascontiguousarray(values, dtype=self._dtype.numpy)
+            native = bk.from_numpy(arr, dev)
+        pending = self._pending
+        self.__class__ = Parameter
+        self._pending = None
+        self._set_variable(_on(bk, dev, bk.make_variable, native))
+        if replay:
+            for fn, args, kwargs in pending:
+                fn(self, *args, **kwargs)
+
+
+def _same_backend(p: Parameter, value: Any) -> Tensor:
+    """``value`` as a Tensor of ``p``'s backend and dtype (converted through host memory if needed)."""
+    bk = p._bk
+    if isinstance(value, Tensor):
+        t = value if value._bk is bk else value.to_backend(bk.name)
+    elif bk.tensor_types and isinstance(value, bk.tensor_types):
+        native = value
+        t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
+    else:
+        arr = np.ascontiguousarray(np.asarray(value), dtype=p._dtype.numpy)
+        t = Tensor(bk.from_numpy(arr, p._dev), bk, p._dev, p._dtype)
+    if t._dtype is not p._dtype:
+        t = t.astype(p._dtype)
+    return t
