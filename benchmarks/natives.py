@@ -87,5 +87,10 @@ class MXNet(Native):
 
 
 def for_backend(name: str) -> Native:
-    return {"numpy": Native, "torch": Torch, "tensorflow": TensorFlow, "paddle": Paddle,
-            "mxnet": MXNet}[name]()
+    return {
+        "numpy": Native,
+        "torch": Torch,
+        "tensorflow": TensorFlow,
+        "paddle": Paddle,
+        "mxnet": MXNet,
+    }[name]()

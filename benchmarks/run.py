@@ -74,15 +74,23 @@ def main(argv: list[str] | None = None) -> int:
         r = Result(name, args.backend, *measure(md_fn, nat_fn, nat.sync, repeats=repeats))
         r.target = TARGETS[name.split(" ")[0]](args.backend)
         results.append(r)
-        print(f"{args.backend:<11} {name:<28} ratio {r.ratio:6.3f}  ({fmt_time(r.md_s)} vs {fmt_time(r.native_s)})", flush=True)
+        print(
+            f"{args.backend:<11} {name:<28} ratio {r.ratio:6.3f}  ({fmt_time(r.md_s)} vs {fmt_time(r.native_s)})",
+            flush=True,
+        )
     x = md.ones(8)
     same = x.device
-    r = Result("to_device_noop", args.backend,
-               *measure(lambda: x.to(same), lambda: None, nat.sync, repeats=repeats))
+    r = Result(
+        "to_device_noop",
+        args.backend,
+        *measure(lambda: x.to(same), lambda: None, nat.sync, repeats=repeats),
+    )
     r.target = TARGETS["to_device_noop"](args.backend)
     r.note = f"absolute {fmt_time(r.md_s)} per call; native side is an empty call"
     results.append(r)
-    print(f"{args.backend:<11} to_device_noop               {fmt_time(r.md_s)} per call", flush=True)
+    print(
+        f"{args.backend:<11} to_device_noop               {fmt_time(r.md_s)} per call", flush=True
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.backend}.json").write_text(
         json.dumps({"machine": machine(), "results": [asdict(r) for r in results]}, indent=2)
