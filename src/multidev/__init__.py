@@ -5,6 +5,7 @@ Importing multidev imports no framework; the first use of the backend does.
 """
 
 from . import nn
+from .checkpoint import load, save
 from .creation import (
     arange,
     asarray,
@@ -142,6 +143,7 @@ __all__ = [
     "int32",
     "int64",
     "less",
+    "load",
     "log",
     "manual_seed",
     "matmul",
@@ -162,6 +164,7 @@ __all__ = [
     "rand",
     "randn",
     "reshape",
+    "save",
     "set_backend",
     "sin",
     "sqrt",
