@@ -28,6 +28,26 @@ def _arr(fn):
     return wrapped
 
 
+_PY_SCALARS = (int, float, bool)
+
+
+def _binary(fn):
+    """A binary op. NumPy 1.x casts by value when one side is 0-d or a Python scalar; the core
+    has already chosen the result dtype, so a Python scalar is given the array's dtype."""
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        return _arr(fn)
+
+    def wrapped(a, b):
+        if type(a) in _PY_SCALARS:
+            a = b.dtype.type(a)
+        elif type(b) in _PY_SCALARS:
+            b = a.dtype.type(b)
+        out = fn(a, b)
+        return out if type(out) is np.ndarray else _asarray(out)
+
+    return wrapped
+
+
 def _softmax(x, axis):
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -64,24 +84,24 @@ def _setitem_ok(x: np.ndarray) -> np.ndarray:
 
 
 class Ops(PythonOperatorOps):
-    add = staticmethod(_arr(np.add))
-    subtract = staticmethod(_arr(np.subtract))
-    multiply = staticmethod(_arr(np.multiply))
-    divide = staticmethod(_arr(np.true_divide))
-    floor_divide = staticmethod(_arr(np.floor_divide))
-    remainder = staticmethod(_arr(np.remainder))
-    pow = staticmethod(_arr(np.power))
+    add = staticmethod(_binary(np.add))
+    subtract = staticmethod(_binary(np.subtract))
+    multiply = staticmethod(_binary(np.multiply))
+    divide = staticmethod(_binary(np.true_divide))
+    floor_divide = staticmethod(_binary(np.floor_divide))
+    remainder = staticmethod(_binary(np.remainder))
+    pow = staticmethod(_binary(np.power))
     matmul = staticmethod(_arr(np.matmul))
-    maximum = staticmethod(_arr(np.maximum))
-    minimum = staticmethod(_arr(np.minimum))
-    equal = staticmethod(_arr(np.equal))
-    not_equal = staticmethod(_arr(np.not_equal))
-    less = staticmethod(_arr(np.less))
-    less_equal = staticmethod(_arr(np.less_equal))
-    greater = staticmethod(_arr(np.greater))
-    greater_equal = staticmethod(_arr(np.greater_equal))
-    logical_and = staticmethod(_arr(np.logical_and))
-    logical_or = staticmethod(_arr(np.logical_or))
+    maximum = staticmethod(_binary(np.maximum))
+    minimum = staticmethod(_binary(np.minimum))
+    equal = staticmethod(_binary(np.equal))
+    not_equal = staticmethod(_binary(np.not_equal))
+    less = staticmethod(_binary(np.less))
+    less_equal = staticmethod(_binary(np.less_equal))
+    greater = staticmethod(_binary(np.greater))
+    greater_equal = staticmethod(_binary(np.greater_equal))
+    logical_and = staticmethod(_binary(np.logical_and))
+    logical_or = staticmethod(_binary(np.logical_or))
     negative = staticmethod(_arr(np.negative))
     abs = staticmethod(_arr(np.abs))
     exp = staticmethod(_arr(np.exp))
