@@ -131,6 +131,7 @@ def portability(session: nox.Session) -> None:
         "multidev.testing.portability",
         "matrix",
         str(portable),
+        "--strict",
         external=True,
     )
 

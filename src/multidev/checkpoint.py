@@ -1,0 +1,494 @@
+"""Checkpoints: ``md.save(obj, path)`` and ``md.load(path, device=None)``.
+
+A checkpoint is a plain safetensors file: any safetensors reader gets its tensors. Its
+``__metadata__`` adds what multidev needs to give back exactly what was saved:
+
+- ``header_crc32c``: CRC32C of the header bytes after this value (always the first key),
+- ``format`` (``"multidev"``), ``format_version``, ``backend`` (the saving backend),
+- ``structure``: the nested lists/tuples/dicts as JSON, leaves naming tensors,
+- ``crc32c``: CRC32C of each tensor's bytes.
+
+Every value goes through host NumPy, so any backend reads what any backend wrote, bit for
+bit. Writes are atomic (temp file in the same folder, fsync, ``os.replace``, fsync of the
+folder). Reads check the header against the file size and every offset, shape and
+checksum before trusting it; any defect raises ``md.CheckpointError``. No pickle, ever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import stat
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import google_crc32c
+import numpy as np
+
+from . import _safetensors as st
+from . import dtypes as _dt
+from . import registry
+from .device import as_device, check_available, default_device
+from .errors import CheckpointError
+from .tensor import Tensor
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "lacks_dtype", "load", "save"]
+
+FORMAT = "multidev"
+FORMAT_VERSION = 1
+#: Deepest nesting of lists/tuples/dicts that save writes and load accepts.
+MAX_DEPTH = 100
+
+_CRC_KEY = "header_crc32c"
+_PREFIX = b'{"__metadata__":{"' + _CRC_KEY.encode() + b'":"'
+_BLANK = "00000000"
+_TMP_SUFFIX = ".multidev-tmp"
+_WRITE_BUFFER = 1 << 20
+_OPTIONAL_DTYPES = frozenset({"bfloat16", "float16", "float64"})
+_HEX = frozenset("0123456789abcdef")
+
+
+def _crc(buf) -> int:
+    return google_crc32c.value(buf)
+
+
+_lacking: dict[tuple[str, _dt.DType], bool] = {}
+
+
+def lacks_dtype(bk: Any, dt: _dt.DType) -> bool:
+    """Whether the adapter ``bk`` cannot hold ``dt``: an optional dtype (float16, bfloat16,
+    float64) missing from its capabilities, or one its ``native_dtype`` refuses."""
+    key = (bk.name, dt)
+    lacks = _lacking.get(key)
+    if lacks is None:
+        lacks = dt.name in _OPTIONAL_DTYPES and dt.name not in bk.capabilities
+        if not lacks:
+            try:
+                bk.native_dtype(dt)
+            except TypeError:
+                lacks = True
+        _lacking[key] = lacks
+    return lacks
+
+
+# ====================================================================================== save
+
+
+def save(obj: Any, path: str | os.PathLike) -> None:
+    """Write a Tensor, or lists/tuples/dicts (string keys) nesting Tensors, to ``path``.
+
+    The file is a safetensors file; a tensor that appears twice (tied) is stored once.
+    The write is atomic: ``path`` holds either its previous content or the new one, even
+    if the process is killed. Raises TypeError or ValueError (object not saveable; no file
+    is touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
+    """
+    path = _fspath(path)
+    plan = _Plan(obj)
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"Expected a file path for md.save. Received: {path!r}, a directory"
+        )
+    folder, base = os.path.split(os.path.abspath(path))
+    _remove_stale_temps(folder, base)
+    fd, tmp = _create_temp(folder, base)
+    try:
+        with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as f:
+            plan.write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_folder(folder)
+
+
+def _fspath(path: Any) -> str:
+    try:
+        p = os.fspath(path)
+    except TypeError:
+        raise TypeError(
+            f"Expected a file path (str or os.PathLike). Received: {type(path).__name__}"
+        ) from None
+    return os.fsdecode(p)
+
+
+class _Plan:
+    """A validated object to save: its structure and its distinct tensors, in order."""
+
+    def __init__(self, obj: Any) -> None:
+        self.tensors: list[tuple[str, Tensor]] = []
+        self._names: set[str] = {st.METADATA}
+        self._by_native: dict[int, str] = {}
+        self._keep: list[Any] = []
+        self._open: set[int] = set()
+        self.structure = self._node(obj, [], "obj", 0)
+
+    def _node(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
+        if isinstance(obj, Tensor):
+            native = obj.native
+            name = self._by_native.get(id(native))
+            if name is None:
+                name = self._fresh(".".join(parts) or "tensor")
+                self._by_native[id(native)] = name
+                self._keep.append(native)
+                self.tensors.append((name, obj))
+            return {"tensor": name}
+        if depth >= MAX_DEPTH:
+            raise ValueError(
+                f"Expected at most {MAX_DEPTH} levels of nesting. Received: deeper at {loc}"
+            )
+        if isinstance(obj, (list, tuple, Mapping)):
+            if id(obj) in self._open:
+                raise ValueError(f"Expected a tree of containers. Received: {loc} contains itself")
+            self._open.add(id(obj))
+            try:
+                return self._container(obj, parts, loc, depth)
+            finally:
+                self._open.discard(id(obj))
+        raise TypeError(
+            "Expected a Tensor, or lists/tuples/dicts with string keys nesting Tensors. "
+            f"Received: {type(obj).__name__} at {loc}. Convert values with md.asarray first."
+        )
+
+    def _container(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
+        if isinstance(obj, Mapping):
+            items = []
+            for k, v in obj.items():
+                if type(k) is not str:
+                    raise TypeError(
+                        f"Expected string dictionary keys (as in a state dict). Received: key "
+                        f"{k!r} ({type(k).__name__}) in {loc}. Convert the keys with str()."
+                    )
+                items.append([k, self._node(v, [*parts, k], f"{loc}[{k!r}]", depth + 1)])
+            kind = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
+            return {kind: items}
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {
+            kind: [
+                self._node(v, [*parts, str(i)], f"{loc}[{i}]", depth + 1) for i, v in enumerate(obj)
+            ]
+        }
+
+    def _fresh(self, name: str) -> str:
+        out, n = name, 0
+        while out in self._names:
+            n += 1
+            out = f"{name}#{n}"
+        self._names.add(out)
+        return out
+
+    def _metadata(self, crcs: dict[str, str]) -> dict[str, str]:
+        backends = sorted({t.backend for _, t in self.tensors}) or [registry.get_backend()]
+        return {
+            _CRC_KEY: _BLANK,
+            "format": FORMAT,
+            "format_version": str(FORMAT_VERSION),
+            "backend": ",".join(backends),
+            "structure": json.dumps(self.structure, separators=(",", ":")),
+            "crc32c": json.dumps(crcs, separators=(",", ":")),
+        }
+
+    def write(self, f) -> None:
+        """Header with blank checksums, then each tensor's bytes, then the final header."""
+        specs = [(name, t, t.dtype, tuple(t.shape)) for name, t in self.tensors]
+        order = sorted(range(len(specs)), key=lambda i: -specs[i][2].itemsize)
+        entries, pos = [], 0
+        for i in order:
+            name, _, dt, shape = specs[i]
+            n = st.nbytes_of(dt, shape)
+            entries.append(st.Entry(name, dt, shape, pos, pos + n))
+            pos += n
+        crcs = dict.fromkeys((e.name for e in entries), _BLANK)
+        blank = st.encode_header(self._metadata(crcs), entries)
+        f.write(blank)
+        for e, i in zip(entries, order, strict=True):
+            flat = st.readonly_bytes(_host(specs[i][1], e))
+            crcs[e.name] = f"{_crc(flat):08x}"
+            f.write(flat)
+        final = _seal(st.encode_header(self._metadata(crcs), entries))
+        if len(final) != len(blank):
+            raise RuntimeError("checkpoint header changed size while being written")
+        f.flush()
+        f.seek(0)
+        f.write(final)
+
+
+def _seal(header: bytes) -> bytes:
+    """Put the header's own CRC32C (of the bytes after the CRC value) into it."""
+    start = 8 + len(_PREFIX)
+    value = f"{_crc(header[start + 8 :]):08x}".encode()
+    return header[:start] + value + header[start + 8 :]
+
+
+def _host(t: Tensor, e: st.Entry) -> np.ndarray:
+    """The tensor's logical values as a C-contiguous host array of the entry's dtype."""
+    arr = np.asarray(t.numpy())
+    npdt = e.dtype.numpy
+    if arr.dtype != npdt:
+        arr = arr.astype(npdt)
+    if arr.shape != e.shape:
+        raise RuntimeError(
+            f"Expected the {t.backend} backend to give a host array of shape {e.shape} for "
+            f"tensor {e.name!r}. Received: shape {arr.shape}."
+        )
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return arr
+
+
+# ------------------------------------------------------------------------- atomic writes
+
+
+def _host_tag() -> str:
+    return f"{_crc(socket.gethostname().encode()):08x}"
+
+
+def _temp_prefix(base: str) -> str:
+    return f".{base[:100]}."
+
+
+def _create_temp(folder: str, base: str) -> tuple[int, str]:
+    """A new temp file beside the target (unique name, O_EXCL); its name records host and pid."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    while True:
+        name = (
+            f"{_temp_prefix(base)}{_host_tag()}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
+        )
+        tmp = os.path.join(folder, name)
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _remove_stale_temps(folder: str, base: str) -> None:
+    """Delete temp files of ``base`` left by killed saves of this host (their pid is gone)."""
+    if os.name != "posix":
+        return
+    prefix, host = _temp_prefix(base), _host_tag()
+    try:
+        names = [
+            e.name
+            for e in os.scandir(folder)
+            if e.name.startswith(prefix) and e.name.endswith(_TMP_SUFFIX)
+        ]
+    except OSError:
+        return
+    for name in names:
+        fields = name[len(prefix) : -len(_TMP_SUFFIX)].split(".")
+        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+            continue
+        if not _alive(int(fields[1])):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _fsync_folder(folder: str) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ====================================================================================== load
+
+
+def load(path: str | os.PathLike, *, device: Any = None) -> Any:
+    """Read a checkpoint written by ``md.save`` (on any backend) onto ``device``.
+
+    Returns the saved structure (same containers, order and tied tensors); a plain
+    safetensors file from another tool gives a dict of Tensors. ``device`` defaults to
+    ``md.default_device()``. Raises ``md.CheckpointError`` for a truncated, corrupted or
+    foreign file, or a dtype the active backend lacks; FileNotFoundError if it is missing.
+    """
+    path = _fspath(path)
+    bk = registry.current()
+    dev = default_device() if device is None else as_device(device)
+    check_available(bk, dev)
+    with _open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(16)
+        n = st.header_length(head, size, path)
+        f.seek(8)
+        raw = st.read_exact(f, n, path, "header")
+        ours = _verify_header(raw, path)
+        metadata, entries = st.parse_header(raw, size - 8 - n, path)
+        if metadata is not None and metadata.get("format") == FORMAT and not ours:
+            raise CheckpointError(
+                path, "the multidev header lost its checksum field: the header is corrupted"
+            )
+        if ours:
+            structure, crcs = _our_metadata(metadata, entries, path)
+        else:
+            structure, crcs = None, None
+        for e in entries:
+            if lacks_dtype(bk, e.dtype):
+                raise CheckpointError(
+                    path,
+                    f"tensor {e.name!r} is {e.dtype.name}, which the {bk.name} backend does not "
+                    f"support. Load it with a backend that has {e.dtype.name} and cast it "
+                    "(e.g. to float32) before saving.",
+                )
+        arrays = _read_data(f, entries, crcs, path)
+    tensors = {
+        e.name: Tensor(bk.from_numpy(arrays[e.name], dev), bk, dev, e.dtype) for e in entries
+    }
+    if structure is None:
+        return tensors
+    return _build(structure, tensors, path, 0)
+
+
+class _open_regular:
+    """Open a path for reading, refusing anything but a regular file (no FIFO can hang us)."""
+
+    def __init__(self, path: str) -> None:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+                raise CheckpointError(path, f"Expected a checkpoint file. Received: {kind}")
+        except BaseException:
+            os.close(fd)
+            raise
+        self.f = os.fdopen(fd, "rb", buffering=0)
+
+    def __enter__(self):
+        return self.f
+
+    def __exit__(self, *exc) -> None:
+        self.f.close()
+
+
+def _verify_header(raw: bytes, path) -> bool:
+    """Whether the header is multidev's (starts with its checksum); if so, check the checksum."""
+    start = len(_PREFIX)
+    if not raw.startswith(_PREFIX) or raw[start + 8 : start + 9] != b'"':
+        return False
+    stored = raw[start : start + 8].decode("latin-1")
+    computed = f"{_crc(raw[start + 8 :]):08x}"
+    if stored != computed:
+        raise CheckpointError(
+            path,
+            f"the header fails its CRC32C check (stored {stored}, computed {computed}): "
+            "the file is corrupted",
+        )
+    return True
+
+
+def _our_metadata(metadata: dict[str, str] | None, entries: list[st.Entry], path):
+    """The structure and per-tensor CRCs of a multidev header, checked against the entries."""
+    meta = metadata or {}
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(path, f"Expected format {FORMAT!r}. Received: {meta.get('format')!r}")
+    version = meta.get("format_version", "")
+    if not (version.isascii() and version.isdigit() and len(version) < 10):
+        raise CheckpointError(path, f"Expected a numeric format_version. Received: {version!r}")
+    if int(version) > FORMAT_VERSION:
+        raise CheckpointError(
+            path,
+            f"the file uses checkpoint format version {version}; this multidev reads up to "
+            f"version {FORMAT_VERSION}. Upgrade multidev to load it.",
+        )
+    names = {e.name for e in entries}
+    crcs = st.loads(meta.get("crc32c", ""), path, "crc32c metadata")
+    if (
+        type(crcs) is not dict
+        or set(crcs) != names
+        or not all(type(v) is str and len(v) == 8 and set(v) <= _HEX for v in crcs.values())
+    ):
+        raise CheckpointError(
+            path, "Expected a CRC32C (8 hex digits) in the metadata for every tensor"
+        )
+    structure = st.loads(meta.get("structure", ""), path, "structure metadata")
+    used: set[str] = set()
+    _build(structure, dict.fromkeys(names), path, 0, used)
+    if used != names:
+        raise CheckpointError(
+            path, f"tensors not referenced by the structure: {sorted(names - used)}"
+        )
+    return structure, crcs
+
+
+def _read_data(f, entries: list[st.Entry], crcs: dict[str, str] | None, path):
+    """Each tensor's bytes read into a fresh buffer (file order), checked, as a host array."""
+    out: dict[str, np.ndarray] = {}
+    for e in sorted(entries, key=lambda e: (e.begin, e.end)):
+        buf = np.empty(e.nbytes, dtype=np.uint8)
+        st.read_into(f, buf, path, e.name)
+        if crcs is not None:
+            buf.flags.writeable = False
+            computed = f"{_crc(buf):08x}"
+            buf.flags.writeable = True
+            if computed != crcs[e.name]:
+                raise CheckpointError(
+                    path,
+                    f"tensor {e.name!r} fails its CRC32C check (stored {crcs[e.name]}, "
+                    f"computed {computed}): the file is corrupted",
+                )
+        if e.dtype is _dt.bool and buf.size and buf.max() > 1:
+            raise CheckpointError(path, f"bool tensor {e.name!r} holds bytes other than 0 and 1")
+        out[e.name] = buf.view(e.dtype.numpy).reshape(e.shape)
+    return out
+
+
+_CONTAINERS = ("tensor", "list", "tuple", "dict", "ordered_dict")
+
+
+def _build(node: Any, tensors: dict[str, Any], path, depth: int, used: set | None = None) -> Any:
+    """The saved object from its structure JSON (also validates it when ``used`` is given)."""
+    if depth > MAX_DEPTH:
+        raise CheckpointError(path, f"the structure nests deeper than {MAX_DEPTH} levels")
+    if type(node) is not dict or len(node) != 1 or next(iter(node)) not in _CONTAINERS:
+        raise CheckpointError(
+            path, f"Expected structure nodes like {{'tensor': name}}. Received: {node!r:.80}"
+        )
+    ((kind, value),) = node.items()
+    if kind == "tensor":
+        if type(value) is not str or value not in tensors:
+            raise CheckpointError(path, f"the structure names a missing tensor {value!r:.80}")
+        if used is not None:
+            used.add(value)
+        return tensors[value]
+    if type(value) is not list:
+        raise CheckpointError(path, f"Expected a list in structure node {kind!r}")
+    if kind in ("list", "tuple"):
+        items = [_build(v, tensors, path, depth + 1, used) for v in value]
+        return items if kind == "list" else tuple(items)
+    out: dict[str, Any] = OrderedDict() if kind == "ordered_dict" else {}
+    for pair in value:
+        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
+            raise CheckpointError(path, "Expected [key, node] pairs in a dict structure node")
+        if pair[0] in out:
+            raise CheckpointError(path, f"the structure holds the dict key {pair[0]!r} twice")
+        out[pair[0]] = _build(pair[1], tensors, path, depth + 1, used)
+    return out
