@@ -18,6 +18,8 @@ _TITLES = {
     "parameters": "Parameter management",
     "deferred_init": "Deferred initialisation",
     "custom_layers": "Custom layers",
+    "file_io": "File I/O",
+    "gpu": "GPUs",
 }
 
 

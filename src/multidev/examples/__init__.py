@@ -5,6 +5,13 @@ Run one section with ``python -m multidev.examples.parameters`` and all of them 
 ``multidev demo``.
 """
 
-SECTIONS = ("layers_and_blocks", "parameters", "deferred_init", "custom_layers")
+SECTIONS = (
+    "layers_and_blocks",
+    "parameters",
+    "deferred_init",
+    "custom_layers",
+    "file_io",
+    "gpu",
+)
 
 __all__ = ["SECTIONS"]

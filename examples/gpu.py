@@ -1,0 +1,11 @@
+"""GPUs, from the d2l "deep learning computation" chapter, on the active backend.
+
+Run it with ``MULTIDEV_BACKEND=torch python examples/gpu.py``. The code is in
+``src/multidev/examples/gpu.py`` (shipped in the package, so that ``multidev demo``
+runs it from an installed wheel).
+"""
+
+from multidev.examples.gpu import main
+
+if __name__ == "__main__":
+    main()
