@@ -1,0 +1,5 @@
+"""The PaddlePaddle backend of multidev (selected with ``MULTIDEV_BACKEND=paddle``)."""
+
+from .backend import Backend
+
+__all__ = ["Backend"]
