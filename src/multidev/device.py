@@ -103,12 +103,12 @@ class Device:
             return obj
         if isinstance(obj, str):
             m = _PATTERN.match(obj.strip())
-            if m is None:
-                raise ValueError(f"Expected a device like 'cpu' or 'gpu:0'. Received: {obj!r}")
-            idx = m.group("i1") or m.group("i2") or "0"
-            return cls(_TYPES[m.group("type").lower()], int(idx))
+            if m is not None:
+                idx = m.group("i1") or m.group("i2") or "0"
+                return cls(_TYPES[m.group("type").lower()], int(idx))
         from . import registry
 
+        # the active framework's own objects and spellings (e.g. paddle's "Place(gpu:0)")
         dev = registry.current().parse_native_device(obj)
         if dev is None:
             raise ValueError(f"Expected a device like 'cpu' or 'gpu:0'. Received: {obj!r}")
