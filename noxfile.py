@@ -3,6 +3,7 @@
 ``nox`` (no arguments) runs the whole suite: the five ``tests-<backend>`` sessions, then the
 cross-backend sessions that compare what those environments produced (conformance matrix,
 checkpoint portability, seeded-parameter hashes, examples), all from pinned constraint files.
+The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
 """
 
 from __future__ import annotations
@@ -165,6 +166,40 @@ def demo(session: nox.Session) -> None:
     backend = os.environ.get("MULTIDEV_BACKEND", "numpy")
     _install(session, backend)
     session.run("multidev", "demo")
+
+
+def _bench(session: nox.Session, backend: str) -> None:
+    constraints = ROOT / "constraints"
+    extra = "" if backend == "numpy" else f"[{backend}]"
+    session.install(
+        "-c",
+        str(constraints / f"{backend}.txt"),
+        "-c",
+        str(constraints / "tools.txt"),
+        f".{extra}",
+        "matplotlib",
+    )
+    session.run(
+        "python",
+        "benchmarks/run.py",
+        "--backend",
+        backend,
+        *session.posargs,
+        env={"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0"},
+    )
+
+
+for _backend in BACKENDS:
+
+    @nox.session(name=f"bench-{_backend}")
+    def bench(session: nox.Session, backend: str = _backend) -> None:
+        """Benchmarks on one backend (not part of CI): multidev ÷ native time per case.
+
+        Writes benchmarks/results/<backend>.{json,md}, then the combined table
+        (results/README.md) and chart (results/ratios.png) of every backend run so far.
+        Arguments after ``--`` go to benchmarks/run.py (``--quick``, ``--cases op,ckpt``).
+        """
+        _bench(session, backend)
 
 
 @nox.session
