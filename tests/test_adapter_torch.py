@@ -375,6 +375,8 @@ def test_reference_module_has_the_conformance_ops():
         *("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
         *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
         *("where", "clip", "linear"),
+        *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
+        *("native_parameters", "native_sgd_step"),
     ]
     assert sorted(reference.OPS) == sorted(want)
     rng = np.random.default_rng(2)

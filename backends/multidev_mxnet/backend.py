@@ -37,6 +37,8 @@ from multidev.contract import AdapterBase, PythonOperatorOps
 from multidev.device import Device
 from multidev.errors import DeviceError
 
+from .autograd import Autograd
+
 __all__ = ["Backend"]
 
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
@@ -572,11 +574,11 @@ def _activate_numpy_semantics() -> None:
 # ------------------------------------------------------------------------- adapter
 
 
-class Backend(AdapterBase):
+class Backend(Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
     name = "mxnet"
-    capabilities = frozenset({"gpu", "multi_device", "float16", "float64"})
+    capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64"})
     tensor_types = (mnp.ndarray,)
     ops = Ops()
     reference = "multidev_mxnet.reference"
@@ -727,11 +729,11 @@ class Backend(AdapterBase):
     # parameters --------------------------------------------------------------
     def make_variable(self, x) -> mx.gluon.Parameter:
         """A gluon ``Parameter`` holding a copy of x on x's context, its gradient buffer attached
-        (floating point only)."""
+        (floating point only) in ``"add"`` mode: gradients add up until zeroed, as in PyTorch."""
         floating = x.dtype in _FLOATS
         with mx.util.np_array(True), mx.autograd.pause():
             var = mx.gluon.Parameter(
-                "weight", grad_req="write" if floating else "null", shape=x.shape, dtype=x.dtype
+                "weight", grad_req="add" if floating else "null", shape=x.shape, dtype=x.dtype
             )
             if 0 in x.shape:
                 # gluon takes a 0 in a shape for "unknown" and refuses to initialise it; this

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import mxnet as mx
 import numpy as np
+from mxnet import gluon, npx
 from mxnet import np as mnp
-from mxnet import npx
 
 __all__ = ["OPS"]
 
@@ -50,6 +50,51 @@ def _linear(x, weight, bias):
     return _out(y)
 
 
+def _grads(fn, arrays, gy=None) -> tuple[np.ndarray, ...]:
+    """Gradients of sum(fn(*arrays) * gy) (of fn(...) itself when gy is None) by mx.autograd."""
+    xs = [_mx(a) for a in arrays]
+    for x in xs:
+        x.attach_grad()
+    with mx.autograd.record():
+        out = fn(*xs)
+    out.backward(None if gy is None else _mx(gy))
+    return tuple(_out(x.grad) for x in xs)
+
+
+def _grad_linear(x, weight, bias, gy):
+    def linear(a, w, b):
+        return npx.fully_connected(a, w, b, num_hidden=w.shape[0], flatten=False)
+
+    return _grads(linear, (x, weight, bias), gy)
+
+
+def _grad_mse_loss(input, target):
+    return _grads(lambda a, b: mnp.mean(mnp.square(a - b)), (input, target))[0]
+
+
+def _grad_cross_entropy(logits, labels):
+    labels = _mx(np.asarray(labels, dtype=np.int64))
+
+    def loss(z):
+        log_p = npx.log_softmax(z, axis=-1)
+        return -mnp.mean(npx.pick(log_p, labels, axis=-1))
+
+    return _grads(loss, (logits,))[0]
+
+
+def _native_sgd_step(module: gluon.Block, x, y, lr: float) -> np.ndarray:
+    """One step of a gluon Trainer with 'sgd' over module.collect_params() on the MSE of
+    module(x) against y (gradients zeroed first); returns the loss."""
+    params = module.collect_params()
+    trainer = gluon.Trainer(params, "sgd", {"learning_rate": lr})
+    params.zero_grad()
+    with mx.autograd.record():
+        loss = mnp.mean(mnp.square(module(_mx(x)) - _mx(y)))
+    loss.backward()
+    trainer.step(1)
+    return _out(loss)
+
+
 _RAW: dict[str, Callable[..., np.ndarray]] = {
     "add": _binary(mnp.add),
     "subtract": _binary(mnp.subtract),
@@ -77,6 +122,15 @@ _RAW: dict[str, Callable[..., np.ndarray]] = {
     "where": lambda cond, a, b: _out(mnp.where(_mx(cond), _mx(a), _mx(b))),
     "clip": lambda a, lo, hi: _out(mnp.clip(_mx(a), lo, hi)),
     "linear": _linear,
+    # gradients by mx.autograd (gy: the output's gradient; losses are scalars)
+    "grad_linear": _grad_linear,  # -> (grad x, grad weight, grad bias)
+    "grad_relu": lambda x, gy: _grads(npx.relu, (x,), gy)[0],
+    "grad_softmax": lambda x, axis, gy: _grads(lambda t: npx.softmax(t, axis=axis), (x,), gy)[0],
+    "grad_mse_loss": _grad_mse_loss,
+    "grad_cross_entropy": _grad_cross_entropy,
+    # native interop: what MXNet's own tools see of net.native
+    "native_parameters": lambda module: list(module.collect_params().values()),
+    "native_sgd_step": _native_sgd_step,
 }
 
 #: name -> the op computed by MXNet on NumPy arrays, returning a NumPy array

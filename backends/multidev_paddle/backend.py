@@ -39,6 +39,8 @@ from multidev.contract import AdapterBase, PythonOperatorOps
 from multidev.device import Device
 from multidev.errors import DeviceError
 
+from .autograd import Autograd
+
 __all__ = ["Backend"]
 
 _CPU = Device("cpu", 0)
@@ -367,11 +369,11 @@ def _imported_through_dlpack(arr: np.ndarray) -> bool:
 _PLACE_TEXT = re.compile(r"^Place\((?:cpu|gpu:(?P<gpu>\d+)|gpu_pinned)\)$")
 
 
-class Backend(AdapterBase):
+class Backend(Autograd, AdapterBase):
     """PaddlePaddle: CPU and CUDA places, bfloat16, DLPack."""
 
     name = "paddle"
-    capabilities = frozenset({"gpu", "bfloat16", "float16", "float64", "dlpack"})
+    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
     tensor_types = (paddle.Tensor, EagerParamBase)
     ops = Ops()
     reference = "multidev_paddle.reference"

@@ -72,6 +72,38 @@ def _stack(arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
     return _np(paddle.stack([_t(a) for a in arrays], axis=axis))
 
 
+def _grads(fn, arrays: Sequence[np.ndarray], gy=None) -> tuple[np.ndarray, ...]:
+    """Gradients of sum(fn(*arrays) * gy) (of fn(...) itself when gy is None) by Paddle's
+    autograd."""
+    ts = [_t(a) for a in arrays]
+    for t in ts:
+        t.stop_gradient = False
+    fn(*ts).backward(None if gy is None else _t(gy))
+    return tuple(_np(t.grad) for t in ts)
+
+
+def _grad_linear(x, weight, bias, gy):
+    return _grads(
+        lambda a, w, b: F.linear(a, paddle.transpose(w, [1, 0]), b), (x, weight, bias), gy
+    )
+
+
+def _grad_cross_entropy(logits, labels):
+    target = paddle.to_tensor(np.asarray(labels, dtype=np.int64))
+    return _grads(lambda z: F.cross_entropy(z, target), (logits,))[0]
+
+
+def _native_sgd_step(module: paddle.nn.Layer, x, y, lr: float) -> np.ndarray:
+    """One step of paddle.optimizer.SGD over module.parameters() on the MSE of module(x)
+    against y; returns the loss."""
+    opt = paddle.optimizer.SGD(learning_rate=lr, parameters=module.parameters())
+    opt.clear_grad()
+    loss = F.mse_loss(module(_t(x)), _t(y))
+    loss.backward()
+    opt.step()
+    return _np(loss)
+
+
 OPS: dict[str, Callable[..., np.ndarray]] = {
     "add": _binary(paddle.add),
     "subtract": _binary(paddle.subtract),
@@ -99,4 +131,13 @@ OPS: dict[str, Callable[..., np.ndarray]] = {
     "where": lambda cond, a, b: _np(paddle.where(_t(cond), _t(a), _t(b))),
     "clip": lambda a, lo, hi: _np(paddle.clip(_t(a), lo, hi)),
     "linear": _linear,
+    # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
+    "grad_linear": _grad_linear,  # -> (grad x, grad weight, grad bias)
+    "grad_relu": lambda x, gy: _grads(F.relu, (x,), gy)[0],
+    "grad_softmax": lambda x, axis, gy: _grads(lambda t: F.softmax(t, axis=axis), (x,), gy)[0],
+    "grad_mse_loss": lambda input, target: _grads(F.mse_loss, (input, target))[0],
+    "grad_cross_entropy": _grad_cross_entropy,
+    # native interop: what Paddle's own tools see of net.native
+    "native_parameters": lambda module: list(module.parameters()),
+    "native_sgd_step": _native_sgd_step,
 }

@@ -28,6 +28,7 @@ from multidev.dtypes import DType
 from multidev.errors import DeviceError
 
 from . import indexing
+from .autograd import Autograd
 from .dtypes import FROM_NATIVE, NATIVE, unsupported
 from .ops import Ops
 from .ops import copy as _deep_copy
@@ -85,7 +86,7 @@ def _parse_name(name: str) -> Device | None:
     return Device(m.group(1).lower(), int(m.group(2)))
 
 
-class Backend(AdapterBase):
+class Backend(Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
@@ -104,7 +105,7 @@ class Backend(AdapterBase):
         self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
         self._by_name: dict[str, Device] = {"": self._default}
         self.scoped_devices = frozenset(devices) - {self._default}
-        caps = {"gpu", "bfloat16", "float16", "float64", "dlpack"}
+        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)

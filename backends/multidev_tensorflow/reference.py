@@ -64,6 +64,50 @@ def _linear(x, weight, bias):
     return _np(layer(_t(x)))
 
 
+def _grads(fn, arrays, gy=None) -> tuple[np.ndarray, ...]:
+    """Gradients of sum(fn(*arrays) * gy) (of fn(...) itself when gy is None) by GradientTape."""
+    ts = [_t(a) for a in arrays]
+    with tf.GradientTape() as tape:
+        for t in ts:
+            tape.watch(t)
+        out = fn(*ts)
+    grads = tape.gradient(out, ts, output_gradients=None if gy is None else _t(gy))
+    return tuple(_np(g) for g in grads)
+
+
+def _grad_linear(x, weight, bias, gy):
+    return _grads(
+        lambda a, w, b: tf.linalg.matmul(a, w, transpose_b=True) + b, (x, weight, bias), gy
+    )
+
+
+def _grad_mse_loss(input, target):
+    return _grads(
+        lambda a, b: tf.math.reduce_mean(tf.math.squared_difference(a, b)), (input, target)
+    )[0]
+
+
+def _grad_cross_entropy(logits, labels):
+    labels = tf.constant(np.asarray(labels, dtype=np.int64))
+
+    def loss(t):
+        per_sample = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=t)
+        return tf.math.reduce_mean(per_sample)
+
+    return _grads(loss, (logits,))[0]
+
+
+def _native_sgd_step(module: tf.Module, x, y, lr: float) -> np.ndarray:
+    """One step of a Keras SGD optimizer over module.trainable_variables on the MSE of
+    module(x) against y; returns the loss."""
+    opt = tf.keras.optimizers.SGD(learning_rate=lr)
+    with tf.GradientTape() as tape:
+        loss = tf.math.reduce_mean(tf.math.squared_difference(module(_t(x)), _t(y)))
+    variables = module.trainable_variables
+    opt.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+    return _np(loss)
+
+
 OPS: dict[str, Callable[..., np.ndarray]] = {
     "add": _binary(tf.math.add),
     "subtract": _binary(tf.math.subtract),
@@ -91,4 +135,13 @@ OPS: dict[str, Callable[..., np.ndarray]] = {
     "where": lambda cond, a, b: _np(tf.where(_t(cond), _t(a), _t(b))),
     "clip": _clip,
     "linear": _linear,
+    # gradients by tf.GradientTape (gy: the output's gradient; losses are scalars)
+    "grad_linear": _grad_linear,  # -> (grad x, grad weight, grad bias)
+    "grad_relu": lambda x, gy: _grads(tf.nn.relu, (x,), gy)[0],
+    "grad_softmax": lambda x, axis, gy: _grads(lambda t: tf.nn.softmax(t, axis=axis), (x,), gy)[0],
+    "grad_mse_loss": _grad_mse_loss,
+    "grad_cross_entropy": _grad_cross_entropy,
+    # native interop: what TensorFlow's own tools see of net.native
+    "native_parameters": lambda module: list(module.trainable_variables),
+    "native_sgd_step": _native_sgd_step,
 }

@@ -22,6 +22,8 @@ from multidev.contract import AdapterBase, PythonOperatorOps
 from multidev.device import Device
 from multidev.errors import DeviceError
 
+from .autograd import Autograd
+
 __all__ = ["Backend"]
 
 _CPU = Device("cpu", 0)
@@ -231,7 +233,7 @@ class Ops(PythonOperatorOps):
 # ------------------------------------------------------------------------- adapter
 
 
-class Backend(AdapterBase):
+class Backend(Autograd, AdapterBase):
     """PyTorch: CPU and CUDA devices, autograd, bfloat16, DLPack."""
 
     name = "torch"

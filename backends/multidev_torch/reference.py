@@ -69,6 +69,36 @@ def _stack(arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
     return _np(torch.stack([_t(a) for a in arrays], dim=axis))
 
 
+def _grads(fn, arrays: Sequence[np.ndarray], gy=None) -> tuple[np.ndarray, ...]:
+    """Gradients of sum(fn(*arrays) * gy) (of fn(...) itself when gy is None) by torch.autograd."""
+    ts = [_t(a).requires_grad_() for a in arrays]
+    fn(*ts).backward(None if gy is None else _t(gy))
+    return tuple(_np(t.grad) for t in ts)
+
+
+def _grad_linear(x, weight, bias, gy):
+    return _grads(F.linear, (x, weight, bias), gy)
+
+
+def _grad_softmax(x, axis, gy):
+    return _grads(lambda t: torch.softmax(t, dim=axis), (x,), gy)[0]
+
+
+def _grad_cross_entropy(logits, labels):
+    target = torch.from_numpy(np.asarray(labels, dtype=np.int64))
+    return _grads(lambda t: F.cross_entropy(t, target), (logits,))[0]
+
+
+def _native_sgd_step(module: torch.nn.Module, x, y, lr: float) -> np.ndarray:
+    """One step of torch.optim.SGD on the MSE of module(x) against y; returns the loss."""
+    opt = torch.optim.SGD(module.parameters(), lr=lr)
+    opt.zero_grad()
+    loss = F.mse_loss(module(_t(x)), _t(y))
+    loss.backward()
+    opt.step()
+    return _np(loss)
+
+
 OPS: dict[str, Callable[..., np.ndarray]] = {
     "add": _binary(torch.add),
     "subtract": _binary(torch.sub),
@@ -96,4 +126,13 @@ OPS: dict[str, Callable[..., np.ndarray]] = {
     "where": lambda cond, a, b: _np(torch.where(_t(cond), _t(a), _t(b))),
     "clip": lambda a, lo, hi: _np(torch.clamp(_t(a), lo, hi)),
     "linear": _linear,
+    # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
+    "grad_linear": _grad_linear,  # -> (grad x, grad weight, grad bias)
+    "grad_relu": lambda x, gy: _grads(torch.relu, (x,), gy)[0],
+    "grad_softmax": _grad_softmax,
+    "grad_mse_loss": lambda input, target: _grads(F.mse_loss, (input, target))[0],
+    "grad_cross_entropy": _grad_cross_entropy,
+    # native interop: what torch's own tools see of net.native
+    "native_parameters": lambda module: list(module.parameters()),
+    "native_sgd_step": _native_sgd_step,
 }

@@ -4,7 +4,8 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import nn
+from . import autograd, nn, optim
+from .autograd import no_grad
 from .checkpoint import load, save
 from .creation import (
     arange,
@@ -43,6 +44,7 @@ from .dtypes import (
     uint8,
 )
 from .errors import (
+    AutogradError,
     BackendError,
     CheckpointError,
     DeferredInitializationError,
@@ -98,6 +100,7 @@ from .tensor import Tensor
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutogradError",
     "BackendError",
     "CheckpointError",
     "DType",
@@ -114,6 +117,7 @@ __all__ = [
     "argmin",
     "asarray",
     "astype",
+    "autograd",
     "available_backends",
     "bfloat16",
     "bool",
@@ -155,9 +159,11 @@ __all__ = [
     "multiply",
     "negative",
     "nn",
+    "no_grad",
     "num_gpus",
     "ones",
     "ones_like",
+    "optim",
     "permute_dims",
     "pow",
     "prod",

@@ -19,7 +19,7 @@ import numpy as np
 from .device import Device
 from .dtypes import DType
 
-__all__ = ["CAPABILITIES", "Adapter", "AdapterBase", "OpTable"]
+__all__ = ["CAPABILITIES", "Adapter", "AdapterBase", "Autograd", "OpTable"]
 
 #: Capabilities an adapter may declare. Conformance tests needing a missing one are skipped.
 CAPABILITIES = frozenset(
@@ -131,6 +131,48 @@ class Adapter(Protocol):
     def make_variable(self, x: Any) -> Any: ...
     def variable_tensor(self, var: Any) -> Any: ...
     def detach(self, x: Any) -> Any: ...
+
+
+@runtime_checkable
+class Autograd(Protocol):
+    """What an adapter declaring the ``"autograd"`` capability adds to ``Adapter``.
+
+    The core keeps the recording objects ``record()`` returns and hands the relevant one
+    (the innermost active ``md.autograd.record()`` block of this backend, else the last one
+    that ended) to ``backward``. Gradients live with the framework's variables (torch and
+    paddle ``.grad``, MXNet's gradient buffers, a slot the TensorFlow adapter keeps), so
+    native optimisers see what ``loss.backward()`` computed. An adapter without these
+    methods (the NumPy backend) has no autograd and the core says so.
+    """
+
+    def record(self) -> AbstractContextManager:
+        """A context manager that records operations for ``backward`` while it is entered
+        (GradientTape, ``autograd.record()``; ``enable_grad`` where recording is eager)."""
+        ...
+
+    def no_grad(self, recordings: Sequence[Any]) -> AbstractContextManager:
+        """A context manager inside which nothing is recorded, the active ``recordings``
+        included."""
+        ...
+
+    def backward(self, loss: Any, gradient: Any, recording: Any, retain_graph: bool) -> bool:
+        """Add d(sum(loss * gradient))/d(var) to the gradient of every trainable variable
+        that ``loss`` was computed from (``gradient`` None means ones; ``recording`` may be
+        None). Returns False, changing nothing, when ``loss`` was not recorded."""
+        ...
+
+    def grad(self, var: Any) -> Any:
+        """The variable's accumulated gradient (a native tensor), or None."""
+        ...
+
+    def set_grad(self, var: Any, value: Any) -> None:
+        """Replace the variable's gradient with ``value`` (a native tensor), or drop it (None)."""
+        ...
+
+    def native_module(self, block: Any) -> Any:
+        """A native module (torch ``nn.Module``, ``tf.Module``, …) holding ``block``'s very
+        variables, whose call runs ``block`` on native tensors (``multidev.nn.native.call``)."""
+        ...
 
 
 class AdapterBase:

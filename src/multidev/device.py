@@ -39,7 +39,7 @@ class Device:
     Used as a context manager it becomes the default placement for tensors created inside.
     """
 
-    __slots__ = ("_hash", "index", "type")
+    __slots__ = ("index", "type")
 
     def __new__(cls, type: str = "cpu", index: int = 0) -> Device:
         key = (type, index)
@@ -61,7 +61,6 @@ class Device:
         self = object.__new__(cls)
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "index", index)
-        object.__setattr__(self, "_hash", hash(key))
         _interned[key] = self
         return self
 
@@ -77,15 +76,8 @@ class Device:
     def __deepcopy__(self, memo):
         return self
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        if other is self:
-            return True
-        if isinstance(other, Device):
-            return False  # interned: equal devices are the same object
-        return NotImplemented
+    # Devices are interned, so identity is equality: object's C-level __eq__ and __hash__ are
+    # used as they are (sets and dicts of devices sit on every placement check).
 
     def __str__(self) -> str:
         if self.type == "cpu" and self.index == 0:

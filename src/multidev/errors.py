@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AutogradError",
     "BackendError",
     "CheckpointError",
     "DeferredInitializationError",
@@ -22,6 +23,10 @@ class DeviceError(ValueError):
 
 class DeviceMismatchError(ValueError):
     """An operation whose tensors live on different devices."""
+
+
+class AutogradError(RuntimeError):
+    """``backward()`` on a tensor that was not recorded, or on a backend without autograd."""
 
 
 class DeferredInitializationError(RuntimeError):

@@ -244,6 +244,19 @@ class Tensor:
 
         return exp(self)
 
+    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
+        """Add the gradient of this tensor to ``p.grad`` of every parameter it was computed
+        from (inside ``md.autograd.record()``); gradients add up until ``zero_grad``.
+
+        ``gradient`` (this tensor's shape) is required unless the tensor has one element.
+        The recording is freed afterwards unless ``retain_graph``. Raises
+        ``md.AutogradError`` on a tensor that was not recorded or on a backend without
+        autograd (NumPy).
+        """
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph)
+
     # ---------------------------------------------------------------- operators
     # (the binary operators are installed below the class by _install_operators)
 

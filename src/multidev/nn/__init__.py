@@ -6,16 +6,19 @@ backend.
 
 from . import functional, init
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
+from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
 from .parameter import Parameter, UninitializedParameter
 
 __all__ = [
     "Block",
+    "CrossEntropyLoss",
     "Dropout",
     "Flatten",
     "IncompatibleKeys",
     "LazyLinear",
     "Linear",
+    "MSELoss",
     "Module",
     "Parameter",
     "ReLU",

@@ -11,7 +11,17 @@ from ..ops import _call, _floating, _tensor, _wrap
 from ..random import host_uniform
 from ..tensor import Tensor, _check_same, _on
 
-__all__ = ["dropout", "linear", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "cross_entropy",
+    "dropout",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
 
 
 def relu(x) -> Tensor:
@@ -160,3 +170,8 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
     bk = x._bk
     m = Tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
     return x * m
+
+
+# ---------------------------------------------------------------- losses
+
+from .losses import cross_entropy, mse_loss  # noqa: E402

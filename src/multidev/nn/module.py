@@ -302,6 +302,17 @@ class Block:
         fn(self)
         return self
 
+    # ------------------------------------------------------------ native interop
+    @property
+    def native(self) -> Any:
+        """This block as the framework's own module (torch ``nn.Module``, ``tf.Module``,
+        ``paddle.nn.Layer``, gluon ``Block``): its parameters are this block's very variables
+        (no copies), so native optimisers train this block, and calling it with native tensors
+        runs ``forward`` and returns native tensors."""
+        from .native import native_module
+
+        return native_module(self)
+
     # ------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Block:
         """Set training mode (``Dropout`` active) on this block and every block below it."""

@@ -37,7 +37,7 @@ class Parameter(Tensor):
     Creating a Parameter copies the values into a new variable on the tensor's device.
     """
 
-    __slots__ = ("_pending", "_var", "grad", "requires_grad")
+    __slots__ = ("_grad", "_pending", "_var", "requires_grad")
 
     #: False only for the uninitialised parameters of a lazy layer.
     initialized = True
@@ -54,7 +54,7 @@ class Parameter(Tensor):
         self._bk = t._bk
         self._dev = t._dev
         self._dtype = t._dtype
-        self.grad = None
+        self._grad = None
         self.requires_grad = bool(requires_grad)
         self._pending = None
         self._set_variable(_on(t._bk, t._dev, t._bk.make_variable, t._native))
@@ -84,6 +84,43 @@ class Parameter(Tensor):
         t = t.to(self._dev)
         self._dtype = t._dtype
         self._set_variable(_on(self._bk, self._dev, self._bk.make_variable, t._native))
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient ``loss.backward()`` accumulated (a Tensor of this parameter's shape,
+        dtype and device), or None before any backward and after ``zero_grad``.
+
+        On backends with autograd it is the framework's own gradient of the variable
+        (``p.native.grad`` on torch and paddle), so native optimisers and tools see it too.
+        """
+        get = getattr(self._bk, "grad", None)
+        if get is None or self._var is None:
+            return self._grad
+        native = get(self._var)
+        if native is None:
+            self._grad = None
+            return None
+        cached = self._grad
+        if cached is not None and cached._native is native:
+            return cached
+        self._grad = t = Tensor(native, self._bk, self._dev, self._dtype)
+        return t
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            t = None
+        else:
+            t = _same_backend(self, value).to(self._dev)
+            if t.shape != self.shape:
+                raise ValueError(
+                    f"Expected a gradient of the parameter's shape {self.shape}. "
+                    f"Received: shape {t.shape}"
+                )
+        put = getattr(self._bk, "set_grad", None)
+        if put is not None and self._var is not None:
+            put(self._var, None if t is None else t._native)
+        self._grad = t
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -130,7 +167,7 @@ class UninitializedParameter(Parameter):
         self._dev = _device(bk, device)
         self._dtype = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
         self._var = None
-        self.grad = None
+        self._grad = None
         self.requires_grad = bool(requires_grad)
         self._pending = []
 

@@ -1,0 +1,75 @@
+"""Autograd and native modules for the Paddle adapter.
+
+Paddle records eagerly, so ``record()`` only re-enables recording (``paddle.enable_grad``)
+and ``backward`` is the loss's own ``backward``: gradients accumulate in each parameter's
+``.grad``, where Paddle's own optimisers find them too. ``native_module(block)`` is a
+``paddle.nn.Layer`` whose parameters are the Block's Paddle parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import paddle
+
+from multidev.nn.native import call
+
+__all__ = ["Autograd", "NativeBlock"]
+
+
+class NativeBlock(paddle.nn.Layer):
+    """A ``paddle.nn.Layer`` view of a multidev Block: the same sub-block tree and names, the
+    Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
+    ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
+
+    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
+        super().__init__()
+        memo = {} if memo is None else memo
+        memo[id(block)] = self
+        self._md_block = block
+        for name, p in block._parameters.items():
+            if p is not None:
+                self.add_parameter(name, p.native)
+        for name, child in block._modules.items():
+            if child is not None:
+                sub = memo.get(id(child))
+                self.add_sublayer(name, sub if sub is not None else NativeBlock(child, memo))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return call(self._md_block, args, kwargs)
+
+    def train(self, mode: bool = True) -> NativeBlock:
+        super().train(mode)
+        self._md_block.train(mode)
+        return self
+
+    def eval(self) -> NativeBlock:
+        super().eval()
+        self._md_block.train(False)
+        return self
+
+
+class Autograd:
+    """The ``contract.Autograd`` primitives on Paddle."""
+
+    def record(self):
+        return paddle.enable_grad()
+
+    def no_grad(self, recordings: Sequence[Any]):
+        return paddle.no_grad()
+
+    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
+        if loss.stop_gradient:
+            return False
+        loss.backward(grad_tensor=gradient, retain_graph=retain_graph)
+        return True
+
+    def grad(self, var):
+        return var.grad
+
+    def set_grad(self, var, value) -> None:
+        var.grad = value
+
+    def native_module(self, block: Any) -> NativeBlock:
+        return NativeBlock(block)

@@ -1,0 +1,153 @@
+"""Autograd and native modules for the TensorFlow adapter.
+
+``record()`` is a persistent ``tf.GradientTape`` that watches the trainable variables the
+recorded operations read; the core keeps it so that ``loss.backward()`` after the ``with``
+block finds it. ``backward`` asks the tape for the gradients of those variables and adds
+them to a gradient slot this adapter keeps on each ``tf.Variable`` (TensorFlow has none), on
+the variable's own device. ``native_module(block)`` is a ``tf.Module`` holding the Block's
+``tf.Variable`` objects, so ``trainable_variables`` hands them to Keras optimisers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from multidev.nn.native import call
+
+__all__ = ["Autograd", "NativeBlock", "Recording"]
+
+#: the attribute of a tf.Variable that holds its accumulated gradient
+_GRAD = "_multidev_grad"
+_RESERVED = frozenset(dir(tf.Module))
+
+
+class Recording:
+    """A persistent GradientTape, whether it records right now (``no_grad`` pauses it), and
+    the losses already differentiated without ``retain_graph`` (not again, as in PyTorch)."""
+
+    __slots__ = ("active", "done", "paused", "tape")
+
+    def __init__(self) -> None:
+        self.tape = tf.GradientTape(persistent=True)
+        self.active = False
+        self.paused = 0
+        self.done: list[Any] = []
+
+    def __enter__(self) -> Recording:
+        self.tape.__enter__()
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.active = False
+        self.tape.__exit__(*exc)
+
+    @property
+    def recording(self) -> bool:
+        return self.active and not self.paused
+
+    @contextlib.contextmanager
+    def pause(self) -> Iterator[None]:
+        if not self.recording:
+            self.paused += 1
+            try:
+                yield
+            finally:
+                self.paused -= 1
+            return
+        self.paused += 1
+        try:
+            with self.tape.stop_recording():
+                yield
+        finally:
+            self.paused -= 1
+
+
+@contextlib.contextmanager
+def _paused(recordings: Sequence[Recording]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for rec in recordings:
+            stack.enter_context(rec.pause())
+        yield
+
+
+def _dense(g):
+    return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+
+
+class NativeBlock(tf.Module):
+    """A ``tf.Module`` view of a multidev Block: sub-blocks and variables as attributes under
+    the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
+
+    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
+        super().__init__(name=type(block).__name__.lower())
+        memo = {} if memo is None else memo
+        memo[id(block)] = self
+        self._md_block = block
+        for name, p in block._parameters.items():
+            if p is not None:
+                self._put(name, p.native)
+        for name, child in block._modules.items():
+            if child is not None:
+                sub = memo.get(id(child))
+                self._put(name, sub if sub is not None else NativeBlock(child, memo))
+
+    def _put(self, name: str, value: Any) -> None:
+        if name in _RESERVED or name.startswith("_"):
+            raise ValueError(
+                f"Expected parameter and sub-block names that tf.Module does not use. "
+                f"Received: {name!r} in {type(self._md_block).__name__}. Rename that attribute "
+                "of the Block to use it through net.native on TensorFlow."
+            )
+        setattr(self, name, value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return call(self._md_block, args, kwargs)
+
+
+class Autograd:
+    """The ``contract.Autograd`` primitives on TensorFlow."""
+
+    def record(self) -> Recording:
+        return Recording()
+
+    def no_grad(self, recordings: Sequence[Recording]):
+        return _paused(recordings)
+
+    def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
+        if recording is None or any(x is loss for x in recording.done):
+            return False
+        tape = recording.tape
+        variables = tape.watched_variables()
+        if not variables:
+            return False
+        pause = recording.pause() if recording.active else contextlib.nullcontext()
+        with pause, tf.device(loss.device):
+            grads = tape.gradient(loss, variables, output_gradients=gradient)
+        found = False
+        for var, g in zip(variables, grads, strict=True):
+            if g is None:
+                continue
+            found = True
+            g = _dense(g)
+            with tf.device(var.device):
+                if g.device != var.device:
+                    g = tf.identity(g)
+                old = getattr(var, _GRAD, None)
+                setattr(var, _GRAD, g if old is None else old + g)
+        if found and not retain_graph:
+            recording.done.append(loss)
+        return found
+
+    def grad(self, var):
+        return getattr(var, _GRAD, None)
+
+    def set_grad(self, var, value) -> None:
+        setattr(var, _GRAD, value)
+
+    def native_module(self, block: Any) -> NativeBlock:
+        return NativeBlock(block)

@@ -1,0 +1,77 @@
+"""Autograd and native modules for the PyTorch adapter.
+
+PyTorch records eagerly, so ``record()`` only re-enables recording (``torch.enable_grad``)
+and ``backward`` is ``torch.autograd.backward``: gradients accumulate in each
+``torch.nn.Parameter``'s ``.grad``, where torch's own optimisers find them too.
+``native_module(block)`` is a ``torch.nn.Module`` whose parameters are the Block's
+``torch.nn.Parameter`` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from multidev.nn.native import call
+
+__all__ = ["Autograd", "NativeBlock"]
+
+
+class NativeBlock(torch.nn.Module):
+    """A ``torch.nn.Module`` view of a multidev Block: the same sub-block tree and names, the
+    Block's own ``torch.nn.Parameter`` objects (no copies); ``forward`` runs the Block on torch
+    tensors. ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
+
+    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
+        super().__init__()
+        memo = {} if memo is None else memo
+        memo[id(block)] = self
+        self._md_block = block
+        for name, p in block._parameters.items():
+            if p is not None:
+                self.register_parameter(name, p.native)
+        for name, child in block._modules.items():
+            if child is not None:
+                sub = memo.get(id(child))
+                self.add_module(name, sub if sub is not None else NativeBlock(child, memo))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return call(self._md_block, args, kwargs)
+
+    def train(self, mode: bool = True) -> NativeBlock:
+        super().train(mode)
+        self._md_block.training = mode
+        return self
+
+    def _get_name(self) -> str:
+        return type(self._md_block).__name__
+
+    def extra_repr(self) -> str:
+        return self._md_block.extra_repr()
+
+
+class Autograd:
+    """The ``contract.Autograd`` primitives on PyTorch."""
+
+    def record(self) -> torch.enable_grad:
+        return torch.enable_grad()
+
+    def no_grad(self, recordings: Sequence[Any]) -> torch.no_grad:
+        return torch.no_grad()
+
+    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
+        if not loss.requires_grad:
+            return False
+        torch.autograd.backward(loss, gradient, retain_graph=retain_graph)
+        return True
+
+    def grad(self, var):
+        return var.grad
+
+    def set_grad(self, var, value) -> None:
+        var.grad = value
+
+    def native_module(self, block: Any) -> NativeBlock:
+        return NativeBlock(block)

@@ -1,0 +1,220 @@
+"""Autograd: ``md.autograd.record()``, ``md.no_grad()`` and ``Tensor.backward()``.
+
+``with md.autograd.record():`` records the operations run inside it on the active backend
+(a GradientTape on TensorFlow, ``autograd.record()`` on MXNet; PyTorch and Paddle record
+eagerly anyway). ``loss.backward()`` then adds the gradient of ``loss`` to ``p.grad`` of
+every parameter ``loss`` was computed from; gradients add up across calls and across the
+uses of a tied parameter until ``zero_grad``, as in PyTorch. It uses the innermost active
+``record()`` block of the loss's backend, else the last one that ended, and frees that
+recording unless ``retain_graph=True``.
+
+The per-framework primitives are the adapter's (``contract.Autograd``); a backend without
+them (the NumPy reference backend) has no autograd, and ``backward`` says which installed
+backends have it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from . import registry
+from .errors import AutogradError
+from .tensor import Tensor
+
+__all__ = ["autograd_backends", "backward", "is_recording", "no_grad", "paused", "record"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: (adapter, recording) pairs of the record() blocks entered in this context, innermost last
+_active: contextvars.ContextVar[tuple[tuple[Any, Any], ...]] = contextvars.ContextVar(
+    "multidev_recordings", default=()
+)
+#: adapter -> the recording of its last record() block that ended in this context
+_last: contextvars.ContextVar[MappingProxyType] = contextvars.ContextVar(
+    "multidev_last_recording", default=MappingProxyType({})
+)
+
+
+class record:
+    """Record the operations run inside ``with md.autograd.record():`` so that
+    ``loss.backward()`` can differentiate them.
+
+    Needed on TensorFlow and MXNet, harmless elsewhere: write it always and the same loop
+    trains on every backend. On a backend without autograd (NumPy) it does nothing, and
+    ``backward`` raises ``md.AutogradError``.
+    """
+
+    __slots__ = ("_bk", "_rec", "_token")
+
+    def __init__(self) -> None:
+        self._bk: Any = None
+        self._rec: Any = None
+        self._token: Any = None
+
+    def __enter__(self) -> record:
+        if self._bk is not None:
+            raise RuntimeError(
+                "Expected a fresh md.autograd.record() for each with block. Received: one that "
+                "is already entered. Write `with md.autograd.record():` again instead."
+            )
+        bk = registry.current()
+        start = getattr(bk, "record", None)
+        self._bk = bk
+        if start is not None:
+            rec = start()
+            rec.__enter__()
+            self._rec = rec
+            self._token = _active.set((*_active.get(), (bk, rec)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        rec, bk = self._rec, self._bk
+        self._rec = self._bk = None
+        if rec is None:
+            return
+        try:
+            rec.__exit__(*exc)
+        finally:
+            _active.reset(self._token)
+            self._token = None
+            _last.set(MappingProxyType({**_last.get(), bk: rec}))
+
+
+class no_grad:
+    """Run without recording: ``with md.no_grad(): ...`` or as a decorator ``@md.no_grad()``.
+
+    Nothing computed inside can be differentiated, and it costs no recording memory.
+    """
+
+    __slots__ = ("_stack",)
+
+    def __init__(self) -> None:
+        self._stack: list[Any] = []
+
+    def __enter__(self) -> no_grad:
+        cm = paused(registry.current())
+        if cm is not None:
+            cm.__enter__()
+        self._stack.append(cm)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        cm = self._stack.pop()
+        if cm is not None:
+            cm.__exit__(*exc)
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with no_grad():
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def paused(bk: Any) -> Any:
+    """A context manager that stops recording on ``bk`` (its active recordings included), or
+    None where ``bk`` has no autograd."""
+    pause = getattr(bk, "no_grad", None)
+    if pause is None:
+        return None
+    return pause([r for b, r in _active.get() if b is bk])
+
+
+def is_recording() -> bool:
+    """Whether a ``record()`` block of the active backend is entered here."""
+    bk = registry.current()
+    return any(b is bk for b, _ in _active.get())
+
+
+def autograd_backends() -> list[str]:
+    """Installed backends whose adapter declares the ``"autograd"`` capability (this loads
+    their frameworks)."""
+    names = []
+    for name in registry.available_backends():
+        try:
+            if "autograd" in registry.load(name).capabilities:
+                names.append(name)
+        except Exception:  # a broken install has no autograd to offer
+            continue
+    return names
+
+
+def _no_autograd(bk: Any) -> AutogradError:
+    others = [n for n in autograd_backends() if n != bk.name]
+    if others:
+        where = (
+            f"Backends with autograd installed here: {', '.join(others)}. Select one with "
+            f"MULTIDEV_BACKEND={others[0]} or md.set_backend({others[0]!r})."
+        )
+    else:
+        where = (
+            "No backend with autograd is installed here: install one, e.g. "
+            f"{registry.install_hint('torch')}, then select it with MULTIDEV_BACKEND=torch."
+        )
+    return AutogradError(
+        f"Expected a backend with autograd for backward(). Received: a tensor of the "
+        f"{bk.name} backend, which has no autograd (it computes values only). {where}"
+    )
+
+
+def _gradient(t: Tensor, gradient: Any) -> Any:
+    """The native output gradient for ``backward``: None (ones) for a one-element ``t``."""
+    if gradient is None:
+        if t.size != 1:
+            raise AutogradError(
+                f"Expected a one-element tensor for backward() without a gradient. Received: "
+                f"shape {t.shape}. Reduce it first (e.g. loss.mean()), or pass gradient= a "
+                f"tensor of shape {t.shape}."
+            )
+        return None
+    if not isinstance(gradient, Tensor):
+        from .creation import asarray
+
+        gradient = asarray(gradient, dtype=t._dtype, device=t._dev)
+    if gradient._bk is not t._bk:
+        gradient = gradient.to_backend(t._bk.name)
+    if gradient.shape != t.shape:
+        raise AutogradError(
+            f"Expected a gradient of the tensor's shape {t.shape}. Received: shape "
+            f"{gradient.shape}."
+        )
+    return gradient.to(t._dev, t._dtype)._native
+
+
+def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> None:
+    """Add d(t)/d(p) (times ``gradient`` for a non-scalar ``t``) to ``p.grad`` of every
+    parameter ``t`` was computed from. See ``Tensor.backward``."""
+    bk = t._bk
+    if getattr(bk, "backward", None) is None:
+        raise _no_autograd(bk)
+    if t._dtype.kind != "f":
+        raise AutogradError(
+            f"Expected a floating-point tensor for backward(). Received: {t._dtype}. "
+            "Only floating-point results have gradients."
+        )
+    native_grad = _gradient(t, gradient)
+    rec = None
+    for b, r in reversed(_active.get()):
+        if b is bk:
+            rec = r
+            break
+    last = _last.get()
+    from_last = rec is None
+    if from_last:
+        rec = last.get(bk)
+    if not bk.backward(t._native, native_grad, rec, bool(retain_graph)):
+        raise AutogradError(
+            f"Expected a tensor computed from trainable parameters inside `with "
+            f"md.autograd.record():`. Received: a tensor with no recorded computation on the "
+            f"{bk.name} backend (computed outside record(), under md.no_grad(), from no "
+            "Parameter, or from a recording an earlier backward() already freed). Compute the "
+            "loss inside md.autograd.record(), or pass retain_graph=True to the earlier "
+            "backward()."
+        )
+    if from_last and rec is not None and not retain_graph:
+        _last.set(MappingProxyType({b: r for b, r in last.items() if b is not bk}))

@@ -1,0 +1,100 @@
+"""Loss functions (``mse_loss``, ``cross_entropy``) and their layer forms (``MSELoss``,
+``CrossEntropyLoss``), written with multidev ops so that they differentiate on every backend
+with autograd."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ops
+from ..creation import arange
+from ..ops import _call, _floating, _tensor, _wrap
+from ..tensor import Tensor
+from .module import Block
+
+__all__ = ["CrossEntropyLoss", "MSELoss", "cross_entropy", "mse_loss"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return ops.mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    return loss
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"Expected reduction in {_REDUCTIONS}. Received: {reduction!r}")
+
+
+def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or elementwise with ``"none"``) of ``(input - target) ** 2``.
+
+    ``input`` and ``target`` must have the same shape: reshape the target first (e.g.
+    ``y.reshape(y_hat.shape)``), since broadcasting (n, 1) against (n,) would silently
+    compare every prediction with every target.
+    """
+    _check_reduction(reduction)
+    x = _floating(_tensor(input))
+    y = _tensor(target, x)
+    if x.shape != y.shape:
+        raise ValueError(
+            f"Expected input and target of the same shape. Received: {x.shape} and {y.shape}. "
+            f"Reshape the target first, e.g. target.reshape({x.shape})."
+        )
+    d = x - y
+    return _reduce(d * d, reduction)
+
+
+def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Tensor:
+    """Cross-entropy between ``input`` logits of shape (N, C) (or (C,)) and integer class
+    labels ``target`` of shape (N,) (or ()), in [0, C): ``-log_softmax(input)[i, target[i]]``,
+    averaged over the batch (``reduction="mean"``), summed, or per sample (``"none"``)."""
+    _check_reduction(reduction)
+    logits = _floating(_tensor(input))
+    labels = _tensor(target, logits)
+    if labels._dtype.kind not in "iu":
+        raise TypeError(
+            f"Expected integer class labels. Received: {labels._dtype}. Convert them, e.g. "
+            "labels.astype(md.int64)."
+        )
+    shape = logits.shape
+    if len(shape) not in (1, 2) or labels.shape != shape[:-1]:
+        raise ValueError(
+            f"Expected logits of shape (N, C) with labels of shape (N,), or (C,) with a 0-d "
+            f"label. Received: logits {shape} and labels {labels.shape}."
+        )
+    classes = arange(shape[-1], dtype=labels._dtype, device=logits._dev)
+    onehot = ops.astype(ops.expand_dims(labels, -1) == classes, logits._dtype)
+    log_p = _wrap(
+        logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
+    )
+    nll = -ops.sum(onehot * log_p, axis=-1)
+    return _reduce(nll, reduction)
+
+
+class MSELoss(Block):
+    """``mse_loss`` as a layer: ``loss = nn.MSELoss(); loss(y_hat, y)``."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        _check_reduction(reduction)
+        self.reduction = reduction
+
+    def forward(self, input: Any, target: Any) -> Tensor:
+        return mse_loss(input, target, self.reduction)
+
+
+class CrossEntropyLoss(Block):
+    """``cross_entropy`` as a layer: ``loss = nn.CrossEntropyLoss(); loss(logits, labels)``."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        _check_reduction(reduction)
+        self.reduction = reduction
+
+    def forward(self, input: Any, target: Any) -> Tensor:
+        return cross_entropy(input, target, self.reduction)

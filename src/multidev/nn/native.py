@@ -1,0 +1,86 @@
+"""``net.native``: a Block as the framework's own module.
+
+The adapter builds the native module (``native_module(block)``: a torch ``nn.Module``, a
+``tf.Module``, a ``paddle.nn.Layer``, a gluon ``Block``) mirroring the Block tree, with the
+Block's very variables as its parameters, so that native optimisers and tools train the
+Block. Its call runs the Block through ``call`` below: native tensors in, native tensors out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import registry
+from ..tensor import Tensor
+
+__all__ = ["call", "native_module"]
+
+
+def _adapter(block: Any) -> Any:
+    for p in block.parameters():
+        return p._bk
+    return registry.current()
+
+
+def _key(block: Any) -> tuple:
+    """What the native module depends on: the tree's blocks and their variables."""
+    return tuple(
+        (id(m), tuple((n, id(p._var)) for n, p in m._parameters.items() if p is not None))
+        for _, m in block.named_modules()
+    )
+
+
+def native_module(block: Any) -> Any:
+    """The native module for ``block``, built by its backend's adapter and reused while the
+    Block's tree and variables stay the same."""
+    uninitialised = [n for n, p in block.named_parameters() if not p.initialized]
+    if uninitialised:
+        raise RuntimeError(
+            f"Expected initialised parameters for net.native. Received: {type(block).__name__} "
+            f"with uninitialised parameters {uninitialised} (lazy layers). Run a forward pass "
+            "first (e.g. net(X)) so that their shapes are known."
+        )
+    bk = _adapter(block)
+    build = getattr(bk, "native_module", None)
+    if build is None:
+        raise TypeError(
+            f"Expected a backend with native modules for net.native. Received: a Block of the "
+            f"{bk.name} backend, which has none (its arrays are plain NumPy arrays). Use a "
+            "framework backend, e.g. MULTIDEV_BACKEND=torch."
+        )
+    key = _key(block)
+    cached = block.__dict__.get("_native_module")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    module = build(block)
+    block.__dict__["_native_module"] = (key, module)
+    return module
+
+
+def _wrap(bk: Any, x: Any) -> Any:
+    if isinstance(x, bk.tensor_types):
+        return Tensor(x, bk, bk.device_of(x), bk.dtype_of(x))
+    if isinstance(x, (list, tuple)):
+        items = [_wrap(bk, v) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, dict):
+        return type(x)((k, _wrap(bk, v)) for k, v in x.items())
+    return x
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x._native
+    if isinstance(x, (list, tuple)):
+        items = [_unwrap(v) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, dict):
+        return type(x)((k, _unwrap(v)) for k, v in x.items())
+    return x
+
+
+def call(block: Any, args: tuple, kwargs: dict) -> Any:
+    """Run ``block`` on native tensors (also inside lists, tuples and dicts) and return
+    native tensors in the same structure as its output."""
+    bk = _adapter(block)
+    return _unwrap(block(*_wrap(bk, args), **_wrap(bk, kwargs)))
