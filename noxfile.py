@@ -33,6 +33,7 @@ nox.options.sessions = [
     "portability",
     "reproducibility",
     "examples",
+    "training",
     "lint",
 ]
 
@@ -83,6 +84,19 @@ def _tests(session: nox.Session, backend: str) -> None:
     hashes.mkdir(parents=True, exist_ok=True)
     with open(hashes / f"{backend}.txt", "w") as f:
         session.run("python", "-m", "multidev.testing.param_hash", env=env, stdout=f)
+    if backend != "numpy":
+        training = SHARED / "training"
+        training.mkdir(parents=True, exist_ok=True)
+        session.run(
+            "python",
+            "-m",
+            "multidev.testing.train_compare",
+            "run",
+            "--quiet",
+            "--out",
+            str(training / f"{backend}.json"),
+            env=env,
+        )
     outputs = SHARED / "examples"
     outputs.mkdir(parents=True, exist_ok=True)
     with open(outputs / f"{backend}.txt", "w") as f:
@@ -157,6 +171,20 @@ def examples(session: nox.Session) -> None:
     files = [str(SHARED / "examples" / f"{b}.txt") for b in BACKENDS]
     session.run(
         str(_venv_python("numpy")), "-m", "multidev.testing.compare_outputs", *files, external=True
+    )
+
+
+@nox.session
+def training(session: nox.Session) -> None:
+    """The training examples gave the same per-epoch losses on every autograd backend."""
+    files = [str(SHARED / "training" / f"{b}.json") for b in BACKENDS if b != "numpy"]
+    session.run(
+        str(_venv_python("numpy")),
+        "-m",
+        "multidev.testing.train_compare",
+        "check",
+        *files,
+        external=True,
     )
 
 
