@@ -115,7 +115,8 @@ class Autograd:
         if value is None:
             for g in var.list_grad():
                 if g.size:
-                    g[()] = 0
+                    legacy = g.as_nd_ndarray()  # same memory; the legacy op is the fast fill
+                    mx.nd.zeros_like(legacy, out=legacy)
             _data(var)._fresh_grad = False
             setattr(var, _HAS_GRAD, False)
             return

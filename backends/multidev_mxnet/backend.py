@@ -746,3 +746,8 @@ class Backend(Autograd, AdapterBase):
 
     def variable_tensor(self, var):
         return var.data(var.list_ctx()[0])
+
+    def add_scaled_(self, x, y, alpha: float):
+        """``x += alpha * y`` in place."""
+        x += y * alpha
+        return x

@@ -112,27 +112,10 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
     """
     widened: dict = {}  # md dtype -> {place: Paddle dtype to compute in}
 
-    def op(*args):
-        t = args[0]
-        if not isinstance(t, _Tensor):
-            t = args[1]
-        dt = _md_dtype(t.dtype)
-        places = widened.get(dt)
-        w = None if places is None else places.get(t.place)
-        if w is None:
-            try:
-                return fn(*args)
-            except RuntimeError as e:
-                if "The kernel with key" not in str(e):
-                    raise
-                w = wider.get(dt)
-                if w is None:
-                    raise TypeError(
-                        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
-                        f"{_dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with "
-                        "md.astype(x, md.float32)."
-                    ) from None
-                widened.setdefault(dt, {})[t.place] = w
+    def first_tensor(args):
+        return args[0] if isinstance(args[0], _Tensor) else args[1]
+
+    def widen(args, dt, w):
         n = len(args) if cast is None else cast
         wide_args = [
             a.astype(w) if i < n and isinstance(a, _Tensor) and _md_dtype(a.dtype) is dt else a
@@ -140,6 +123,30 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
         ]
         out = fn(*wide_args)
         return out.astype(_TO_PADDLE[dt]) if back and _md_dtype(out.dtype) is not dt else out
+
+    def op(*args):
+        if widened:  # some dtype needed widening: look this one up before calling
+            t = first_tensor(args)
+            dt = _md_dtype(t.dtype)
+            w = widened.get(dt, {}).get(t.place)
+            if w is not None:
+                return widen(args, dt, w)
+        try:
+            return fn(*args)
+        except RuntimeError as e:
+            if "The kernel with key" not in str(e):
+                raise
+            t = first_tensor(args)
+            dt = _md_dtype(t.dtype)
+            w = wider.get(dt)
+            if w is None:
+                raise TypeError(
+                    f"Expected a tensor dtype that Paddle's {name} supports. Received: "
+                    f"{_dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with "
+                    "md.astype(x, md.float32)."
+                ) from None
+            widened.setdefault(dt, {})[t.place] = w
+            return widen(args, dt, w)
 
     op.__name__ = name
     return op
@@ -552,6 +559,12 @@ class Backend(Autograd, AdapterBase):
     def detach(self, x):
         """The same storage outside autograd recording (what ``p.data`` wraps)."""
         return x.detach()
+
+    def add_scaled_(self, x, y, alpha: float):
+        """``x += alpha * y`` in place (Paddle's in-place add, outside recording)."""
+        with paddle.no_grad():
+            x.add_(paddle.scale(y, alpha))
+        return x
 
     def from_dlpack(self, obj):
         return _dlpack.from_dlpack(obj)

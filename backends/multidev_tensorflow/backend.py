@@ -236,3 +236,12 @@ class Backend(Autograd, AdapterBase):
 
     def variable_tensor(self, var):
         return var
+
+    def add_scaled_(self, x, y, alpha: float):
+        """``x += alpha * y``: one fused kernel on a variable, a new tensor otherwise."""
+        if isinstance(x, tf.Variable):
+            tf.raw_ops.ResourceApplyGradientDescent(
+                var=x.handle, alpha=tf.constant(-alpha, x.dtype), delta=y
+            )
+            return x
+        return x + y * alpha

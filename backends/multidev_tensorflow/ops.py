@@ -114,7 +114,10 @@ def _linear(x, w, b):
         y = tf.linalg.matmul(x, w, transpose_b=True)
     else:
         y = tf.tensordot(x, w, [[x.shape.rank - 1], [1]])
-    return y if b is None else y + b
+    if b is None:
+        return y
+    # bias_add's gradient is one reduction kernel, where a broadcasting + costs several
+    return tf.nn.bias_add(y, b) if y.shape.rank >= 2 else y + b
 
 
 # ---------------------------------------------------------------- unary

@@ -395,5 +395,10 @@ class Backend(Autograd, AdapterBase):
         """The same storage outside autograd recording (what ``p.data`` wraps)."""
         return x.detach()
 
+    def add_scaled_(self, x, y, alpha: float) -> torch.Tensor:
+        """``x += alpha * y`` in one fused in-place kernel."""
+        with torch.no_grad():
+            return x.add_(y, alpha=alpha)
+
     def from_dlpack(self, obj) -> torch.Tensor:
         return torch.from_dlpack(obj)

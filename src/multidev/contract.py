@@ -131,6 +131,7 @@ class Adapter(Protocol):
     def make_variable(self, x: Any) -> Any: ...
     def variable_tensor(self, var: Any) -> Any: ...
     def detach(self, x: Any) -> Any: ...
+    def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any: ...
 
 
 @runtime_checkable
@@ -235,6 +236,11 @@ class AdapterBase:
         """The same storage outside autograd recording (what ``p.data`` wraps); identity where
         writes into a variable are never recorded."""
         return x
+
+    def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any:
+        """``x += alpha * y`` in place (the optimisers' update); returns x, or the replacement
+        where the framework's tensors are immutable. Adapters override it with a fused op."""
+        return self.setitem(x, Ellipsis, self.ops.add(x, self.ops.multiply(y, alpha)))
 
 
 class PythonOperatorOps:

@@ -17,7 +17,7 @@ from typing import Any
 from . import ops
 from .autograd import paused
 from .creation import zeros_like
-from .tensor import Tensor
+from .tensor import Tensor, _check_same, _on
 
 __all__ = ["SGD", "Adam", "Optimizer"]
 
@@ -25,6 +25,17 @@ __all__ = ["SGD", "Adam", "Optimizer"]
 def _check(name: str, value: Any, ok: bool, want: str) -> None:
     if not ok:
         raise ValueError(f"Expected {name} {want}. Received: {value!r}")
+
+
+def _add_scaled_(data: Tensor, update: Tensor, alpha: float) -> None:
+    """``data += alpha * update`` in place, through the adapter's fused update."""
+    bk = data._bk
+    if update._bk is not bk or update._dev is not data._dev:
+        _check_same(data, update)
+    u = update._native
+    if update._dtype is not data._dtype:
+        u = _on(bk, data._dev, bk.ops.astype, u, data._dtype)
+    data._native = _on(bk, data._dev, bk.add_scaled_, data._native, u, alpha)
 
 
 class Optimizer:
@@ -172,7 +183,7 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad * (1 - group["dampening"])
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        data -= grad * group["lr"]
+        _add_scaled_(data, grad, -group["lr"])
 
 
 class Adam(Optimizer):

@@ -414,7 +414,7 @@ def _make_operator(name: str, kind: int):
                 and other._bk is bk
                 and other._dev is dev
                 and dt in fast_dtypes
-                and not bk.scoped_devices
+                and (not bk.scoped_devices or dev not in bk.scoped_devices)
             ):
                 out = getattr(bk.ops, name)(self._native, other._native)
                 return Tensor(out, bk, dev, bool_dt if is_cmp else dt)
