@@ -571,30 +571,6 @@ def test_argmax_picks_the_first_nan_like_numpy():
 # ---------------------------------------------------------------- native reference
 
 
-def test_reference_module_has_the_conformance_ops():
-    from multidev_tensorflow import reference
-
-    assert BK.reference == "multidev_tensorflow.reference"
-    want = [
-        *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
-        *("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
-        *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
-        *("where", "clip", "linear"),
-        *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
-        *("native_parameters", "native_sgd_step"),
-    ]
-    assert sorted(reference.OPS) == sorted(want)
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((5, 4)).astype(np.float32)
-    w = rng.standard_normal((3, 4)).astype(np.float32)
-    b = rng.standard_normal(3).astype(np.float32)
-    np.testing.assert_allclose(reference.OPS["linear"](x, w, b), x @ w.T + b, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(reference.OPS["linear"](x[0], w, None), x[0] @ w.T, rtol=1e-5)
-    np.testing.assert_array_equal(reference.OPS["max"](x, (0, 1), True), x.max(keepdims=True))
-    np.testing.assert_allclose(reference.OPS["matmul"](x[0], w.T), x[0] @ w.T, rtol=1e-5)
-    assert reference.OPS["argmax"](x, None) == np.argmax(x)
-
-
 # ---------------------------------------------------------------- GPU
 
 

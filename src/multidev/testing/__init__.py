@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-__all__ = ["SECTIONS", "native_reference", "suite_path"]
+__all__ = ["REFERENCE_KEYS", "SECTIONS", "native_reference", "suite_path"]
 
 #: Report sections, in the order the matrix shows them.
 SECTIONS = (
@@ -32,6 +32,18 @@ SECTIONS = (
     "autograd",
     "native_interop",
     "gpu",
+)
+
+
+#: What an adapter's native reference module (``OPS``) provides: the same computations
+#: written in the framework's own code, on NumPy arrays in and out.
+REFERENCE_KEYS = (
+    *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
+    *("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
+    *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
+    *("where", "clip", "linear"),
+    *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
+    *("native_parameters", "native_sgd_step"),
 )
 
 
