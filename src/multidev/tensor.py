@@ -394,31 +394,54 @@ def _binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
 
 def _make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
-    dtype, no device scope needed) handled without further calls."""
-    fast_dtypes = {
-        _ARITH: frozenset(_dt.ALL),
-        _CMP: frozenset(_dt.ALL),
-        _DIV: frozenset(d for d in _dt.ALL if d.kind == "f"),
-        _LOGIC: frozenset({_dt.bool}),
-    }[kind]
-    is_cmp = kind == _CMP
-    bool_dt = _dt.bool
+    dtype, no device scope needed) handled without further calls. The native op is looked
+    up once per adapter."""
+    fns: dict[Any, Any] = {}
 
-    def operator(self, other):
-        if type(other) is Tensor:
-            bk = self._bk
-            dt = self._dtype
-            dev = self._dev
-            if (
-                other._dtype is dt
-                and other._bk is bk
-                and other._dev is dev
-                and dt in fast_dtypes
-                and (not bk.scoped_devices or dev not in bk.scoped_devices)
-            ):
-                out = getattr(bk.ops, name)(self._native, other._native)
-                return Tensor(out, bk, dev, bool_dt if is_cmp else dt)
-        return _binop(self, other, name, kind)
+    def native_op(bk):
+        fn = fns[bk] = getattr(bk.ops, name)
+        return fn
+
+    if kind in (_ARITH, _CMP):
+        is_cmp = kind == _CMP
+        bool_dt = _dt.bool
+
+        def operator(self, other):
+            if type(other) is Tensor:
+                bk = self._bk
+                dev = self._dev
+                dt = self._dtype
+                if other._bk is bk and other._dev is dev and other._dtype is dt:
+                    scoped = bk.scoped_devices
+                    if not scoped or dev not in scoped:
+                        fn = fns.get(bk) or native_op(bk)
+                        return Tensor(
+                            fn(self._native, other._native), bk, dev, bool_dt if is_cmp else dt
+                        )
+            return _binop(self, other, name, kind)
+
+    else:
+        fast_dtypes = (
+            frozenset(d for d in _dt.ALL if d.kind == "f")
+            if kind == _DIV
+            else frozenset({_dt.bool})
+        )
+
+        def operator(self, other):
+            if type(other) is Tensor:
+                bk = self._bk
+                dev = self._dev
+                dt = self._dtype
+                if (
+                    other._bk is bk
+                    and other._dev is dev
+                    and other._dtype is dt
+                    and dt in fast_dtypes
+                    and (not bk.scoped_devices or dev not in bk.scoped_devices)
+                ):
+                    fn = fns.get(bk) or native_op(bk)
+                    return Tensor(fn(self._native, other._native), bk, dev, dt)
+            return _binop(self, other, name, kind)
 
     def reflected(self, other):
         return _rbinop(self, other, name, kind)
