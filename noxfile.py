@@ -56,7 +56,7 @@ def _venv_python(backend: str) -> Path:
 
 def _tests(session: nox.Session, backend: str) -> None:
     _install(session, backend)
-    env = {"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0"}
+    env = {"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
     reports = SHARED / "conformance"
     reports.mkdir(parents=True, exist_ok=True)
     session.run(
@@ -83,7 +83,7 @@ def _tests(session: nox.Session, backend: str) -> None:
     hashes = SHARED / "hashes"
     hashes.mkdir(parents=True, exist_ok=True)
     with open(hashes / f"{backend}.txt", "w") as f:
-        session.run("python", "-m", "multidev.testing.param_hash", env=env, stdout=f)
+        session.run("python", "-m", "multidev.testing.param_hash", env=env, stdout=f, stderr=None)
     if backend != "numpy":
         training = SHARED / "training"
         training.mkdir(parents=True, exist_ok=True)
@@ -100,7 +100,7 @@ def _tests(session: nox.Session, backend: str) -> None:
     outputs = SHARED / "examples"
     outputs.mkdir(parents=True, exist_ok=True)
     with open(outputs / f"{backend}.txt", "w") as f:
-        session.run("python", "-m", "multidev", "demo", env=env, stdout=f)
+        session.run("python", "-m", "multidev", "demo", env=env, stdout=f, stderr=None)
 
 
 for _backend in BACKENDS:
