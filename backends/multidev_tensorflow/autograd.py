@@ -16,7 +16,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from multidev.nn.native import call
+from multidev.nn.native import call, mirror
 
 __all__ = ["Autograd", "NativeBlock", "Recording"]
 
@@ -85,16 +85,12 @@ class NativeBlock(tf.Module):
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__(name=type(block).__name__.lower())
-        memo = {} if memo is None else memo
-        memo[id(block)] = self
         self._md_block = block
-        for name, p in block._parameters.items():
-            if p is not None:
-                self._put(name, p.native)
-        for name, child in block._modules.items():
-            if child is not None:
-                sub = memo.get(id(child))
-                self._put(name, sub if sub is not None else NativeBlock(child, memo))
+        params, children = mirror(self, block, memo)
+        for name, var in params:
+            self._put(name, var)
+        for name, sub in children:
+            self._put(name, sub)
 
     def _put(self, name: str, value: Any) -> None:
         if name in _RESERVED or name.startswith("_"):

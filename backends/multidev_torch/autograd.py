@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from multidev.nn.native import call
+from multidev.nn.native import call, mirror
 
 __all__ = ["Autograd", "NativeBlock"]
 
@@ -26,16 +26,12 @@ class NativeBlock(torch.nn.Module):
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
-        memo = {} if memo is None else memo
-        memo[id(block)] = self
         self._md_block = block
-        for name, p in block._parameters.items():
-            if p is not None:
-                self.register_parameter(name, p.native)
-        for name, child in block._modules.items():
-            if child is not None:
-                sub = memo.get(id(child))
-                self.add_module(name, sub if sub is not None else NativeBlock(child, memo))
+        params, children = mirror(self, block, memo)
+        for name, var in params:
+            self.register_parameter(name, var)
+        for name, sub in children:
+            self.add_module(name, sub)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return call(self._md_block, args, kwargs)

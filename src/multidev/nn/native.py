@@ -13,7 +13,7 @@ from typing import Any
 from .. import registry
 from ..tensor import Tensor
 
-__all__ = ["call", "native_module"]
+__all__ = ["call", "mirror", "native_module"]
 
 
 def _adapter(block: Any) -> Any:
@@ -55,6 +55,21 @@ def native_module(block: Any) -> Any:
     module = build(block)
     block.__dict__["_native_module"] = (key, module)
     return module
+
+
+def mirror(native: Any, block: Any, memo: dict[int, Any] | None) -> tuple[list, list]:
+    """What an adapter's native module registers for ``block``: ``(name, variable)`` of its own
+    parameters and ``(name, native sub-module)`` of its children, each child built once
+    (``type(native)(child, memo)``) however often it is used (tied blocks stay one object)."""
+    memo = {} if memo is None else memo
+    memo[id(block)] = native
+    params = [(n, p.native) for n, p in block._parameters.items() if p is not None]
+    children = []
+    for name, child in block._modules.items():
+        if child is not None:
+            sub = memo.get(id(child))
+            children.append((name, sub if sub is not None else type(native)(child, memo)))
+    return params, children
 
 
 def _wrap(bk: Any, x: Any) -> Any:
