@@ -748,6 +748,11 @@ class Backend(Autograd, AdapterBase):
         return var.data(var.list_ctx()[0])
 
     def add_scaled_(self, x, y, alpha: float):
-        """``x += alpha * y`` in place."""
-        x += y * alpha
+        """``x += alpha * y`` in place: MXNet's fused ``sgd_update`` kernel (``w -= lr * g``
+        with ``lr = -alpha``) on legacy views of the same memory, for floating point."""
+        if x.dtype in _FLOATS and x.size:
+            w = x.as_nd_ndarray()
+            mx.nd.sgd_update(w, y.as_nd_ndarray(), lr=-alpha, wd=0.0, out=w)
+        else:
+            x += y * alpha
         return x
