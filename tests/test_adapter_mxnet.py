@@ -17,6 +17,7 @@ import multidev as md  # noqa: E402
 from multidev import registry  # noqa: E402
 from multidev.nn import functional as F  # noqa: E402
 from multidev.nn.parameter import Parameter  # noqa: E402
+from multidev.testing import sample_values  # noqa: E402
 
 mnp = mx.np
 
@@ -41,19 +42,6 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 MX_DTYPES = [md.bool, md.uint8, md.int8, md.int32, md.int64, md.float16, md.float32, md.float64]
-
-
-def _sample(dt, rng, shape=(3, 4)) -> np.ndarray:
-    if dt is md.bool:
-        return rng.random(shape) > 0.5
-    if dt.kind in "iu":
-        info = np.iinfo(dt.numpy)
-        out = rng.integers(info.min, info.max, shape, endpoint=True).astype(dt.numpy)
-        out.flat[:2] = (info.min, info.max)
-        return out
-    out = rng.standard_normal(shape).astype(dt.numpy)
-    out.flat[:3] = (-0.0, np.inf, np.nan)
-    return out
 
 
 # ---------------------------------------------------------------- selection and devices
@@ -225,7 +213,7 @@ def test_unsupported_dtypes_raise_type_error(dt):
 def test_every_dtype_round_trips_bit_exact(dev):
     rng = np.random.default_rng(7)
     for dt in MX_DTYPES:
-        src = _sample(dt, rng)
+        src = sample_values(dt, rng)
         x = md.asarray(src.copy(), device=dev)
         assert x.dtype is dt and x.native.dtype == dt.numpy and x.native.ctx == dev.native
         back = x.numpy()
@@ -373,7 +361,7 @@ def test_float_floor_division_and_remainder_match_numpy():
 )
 def test_matmul_for_dtypes_mxnet_kernels_lack(dt, shapes):
     rng = np.random.default_rng(3)
-    a, b = (_sample(dt, rng, s) for s in shapes)
+    a, b = (sample_values(dt, rng, s) for s in shapes)
     if dt.kind == "f":
         a, b = np.nan_to_num(a, posinf=1.0), np.nan_to_num(b, posinf=1.0)
     got = md.asarray(a.copy()) @ md.asarray(b.copy())

@@ -20,6 +20,7 @@ paddle = pytest.importorskip("paddle")
 import multidev as md  # noqa: E402
 from multidev import registry  # noqa: E402
 from multidev.nn import functional as F  # noqa: E402
+from multidev.testing import sample_values  # noqa: E402
 
 BK = registry.load("paddle")
 NO_GPU = BK.num_gpus() == 0
@@ -57,17 +58,6 @@ def _run(code: str, timeout: float = 300, **env: str) -> str:
     )
     assert out.returncode == 0, out.stderr
     return out.stdout
-
-
-def _sample(dt: md.DType, rng) -> np.ndarray:
-    if dt.kind == "f":
-        src = rng.standard_normal((3, 4)).astype(np.float32).astype(dt.numpy)
-        src[0, :3] = [-0.0, np.inf, np.nan]
-        return src
-    if dt.kind == "b":
-        return rng.random((3, 4)) > 0.5
-    info = np.iinfo(dt.numpy)
-    return rng.integers(info.min, info.max, (3, 4), endpoint=True).astype(dt.numpy)
 
 
 def _on_both(fn, *arrays):
@@ -230,7 +220,7 @@ def test_cuda_visible_devices_is_honoured():
 
 @pytest.mark.parametrize("dt", list(PADDLE_DTYPES), ids=lambda d: d.name)
 def test_native_dtype_and_bit_exact_round_trip(dt):
-    src = _sample(dt, np.random.default_rng(3))
+    src = sample_values(dt, np.random.default_rng(3))
     x = md.asarray(src)
     assert x.native.dtype == PADDLE_DTYPES[dt]
     assert BK.native_dtype(dt) == PADDLE_DTYPES[dt]
@@ -647,7 +637,7 @@ def test_linear_op_uses_the_pytorch_weight_layout():
 @pytest.mark.skipif(NO_GPU, reason="no GPU: num_gpus() == 0")
 @pytest.mark.parametrize("dt", [md.float32, md.bfloat16, md.float16, md.int64, md.bool])
 def test_gpu_placement_and_round_trip(dt):
-    src = _sample(dt, np.random.default_rng(4))
+    src = sample_values(dt, np.random.default_rng(4))
     x = md.asarray(src, device=md.gpu(0))
     assert x.device is md.gpu(0) and x.native.place == paddle.CUDAPlace(0)
     assert BK.device_of(x.native) is md.gpu(0)

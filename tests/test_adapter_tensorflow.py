@@ -17,6 +17,7 @@ tf = pytest.importorskip("tensorflow")
 
 import multidev as md  # noqa: E402
 from multidev import registry  # noqa: E402
+from multidev.testing import sample_values  # noqa: E402
 
 BK = registry.load("tensorflow")
 NO_GPU = BK.num_gpus() == 0
@@ -74,17 +75,6 @@ def _misaligned(shape, dtype) -> np.ndarray:
     buf = np.empty(n + 128, np.uint8)
     off = (-buf.ctypes.data) % 64 + 16
     return buf[off : off + n].view(dtype).reshape(shape)
-
-
-def _sample(dt: md.DType, rng) -> np.ndarray:
-    if dt.kind == "f":
-        src = rng.standard_normal((3, 4)).astype(np.float32).astype(dt.numpy)
-        src[0, :3] = [-0.0, np.inf, np.nan]
-        return src
-    if dt.kind == "b":
-        return rng.random((3, 4)) > 0.5
-    info = np.iinfo(dt.numpy)
-    return rng.integers(info.min, info.max, (3, 4), endpoint=True).astype(dt.numpy)
 
 
 # ---------------------------------------------------------------- selection ("Done when")
@@ -313,7 +303,7 @@ def test_cpu_only_machine_has_no_gpu_device():
 
 @pytest.mark.parametrize("dt", list(TF_DTYPES), ids=lambda d: d.name)
 def test_native_dtype_and_bit_exact_round_trip(dt):
-    src = _sample(dt, np.random.default_rng(3))
+    src = sample_values(dt, np.random.default_rng(3))
     x = md.asarray(src)
     assert x.native.dtype == TF_DTYPES[dt]
     assert BK.native_dtype(dt) == TF_DTYPES[dt]
@@ -578,7 +568,7 @@ def test_argmax_picks_the_first_nan_like_numpy():
 @pytest.mark.skipif(NO_GPU, reason="no GPU: num_gpus() == 0")
 @pytest.mark.parametrize("dt", [md.float32, md.bfloat16, md.int32, md.int64, md.bool])
 def test_gpu_placement_and_round_trip(dt):
-    src = _sample(dt, np.random.default_rng(4))
+    src = sample_values(dt, np.random.default_rng(4))
     x = md.asarray(src, device=md.gpu(0))
     assert x.device is md.gpu(0) and x.native.device.endswith("/device:GPU:0")
     assert x.numpy().tobytes() == src.tobytes()

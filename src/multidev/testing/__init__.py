@@ -15,7 +15,9 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-__all__ = ["REFERENCE_KEYS", "SECTIONS", "native_reference", "suite_path"]
+import numpy as np
+
+__all__ = ["REFERENCE_KEYS", "SECTIONS", "native_reference", "sample_values", "suite_path"]
 
 #: Report sections, in the order the matrix shows them.
 SECTIONS = (
@@ -58,3 +60,19 @@ def native_reference(bk) -> dict | None:
     if not mod:
         return None
     return importlib.import_module(mod).OPS
+
+
+def sample_values(dt, rng: np.random.Generator, shape: tuple[int, ...] = (3, 4)) -> np.ndarray:
+    """Random values of md dtype ``dt`` with the edge cases a bit-exact round trip must keep:
+    -0.0, inf and NaN for floating point (at least 3 elements), the minimum and maximum for
+    integers (at least 2)."""
+    if dt.kind == "b":
+        return rng.random(shape) > 0.5
+    if dt.kind in "iu":
+        info = np.iinfo(dt.numpy)
+        out = rng.integers(info.min, info.max, shape, endpoint=True).astype(dt.numpy)
+        out.flat[:2] = (info.min, info.max)
+        return out
+    out = rng.standard_normal(shape).astype(np.float32).astype(dt.numpy)
+    out.flat[:3] = (-0.0, np.inf, np.nan)
+    return out

@@ -162,26 +162,10 @@ def test_statistics_of_large_draws():
 
 
 def test_apply_with_the_books_initialisers():
+    from multidev.examples.parameters import init_42, init_constant, init_normal, init_xavier
+
     md.manual_seed(0)
     net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-
-    def init_normal(m):
-        if type(m) is nn.Linear:
-            nn.init.normal_(m.weight, mean=0, std=0.01)
-            nn.init.zeros_(m.bias)
-
-    def init_constant(m):
-        if type(m) is nn.Linear:
-            nn.init.constant_(m.weight, 1)
-            nn.init.zeros_(m.bias)
-
-    def init_xavier(m):
-        if type(m) is nn.Linear:
-            nn.init.xavier_uniform_(m.weight)
-
-    def init_42(m):
-        if type(m) is nn.Linear:
-            nn.init.constant_(m.weight, 42)
 
     net.apply(init_normal)
     assert np.abs(net[0].weight.numpy()).max() < 0.1
