@@ -4,9 +4,10 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, nn, optim
+from . import autograd, compat, cuda, nn, optim
 from .autograd import no_grad
 from .checkpoint import load, save
+from .compat import FloatTensor, allclose, cat, mm, randint, randperm
 from .creation import (
     arange,
     asarray,
@@ -97,6 +98,12 @@ from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
 from .tensor import Tensor
 
+# PyTorch's md.tensor(...) and md.device(...) are functions. Bound after every import, so
+# they replace the package attributes of the submodules of those names, which stay
+# importable as multidev.tensor and multidev.device.
+tensor = compat.tensor
+device = compat.device
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -108,10 +115,12 @@ __all__ = [
     "Device",
     "DeviceError",
     "DeviceMismatchError",
+    "FloatTensor",
     "StateDictError",
     "Tensor",
     "abs",
     "add",
+    "allclose",
     "arange",
     "argmax",
     "argmin",
@@ -121,11 +130,14 @@ __all__ = [
     "available_backends",
     "bfloat16",
     "bool",
+    "cat",
     "clip",
     "concat",
     "cos",
     "cpu",
+    "cuda",
     "default_device",
+    "device",
     "devices",
     "divide",
     "equal",
@@ -156,6 +168,7 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "mm",
     "multiply",
     "negative",
     "nn",
@@ -168,7 +181,9 @@ __all__ = [
     "pow",
     "prod",
     "rand",
+    "randint",
     "randn",
+    "randperm",
     "reshape",
     "save",
     "set_backend",
@@ -180,6 +195,7 @@ __all__ = [
     "subtract",
     "sum",
     "tanh",
+    "tensor",
     "transpose",
     "try_all_gpus",
     "try_gpu",

@@ -53,11 +53,33 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return out
 
 
-def _varshape(shape: tuple) -> tuple[int, ...]:
-    """``rand(2, 3)`` and ``rand((2, 3))`` both mean shape (2, 3)."""
+def _varshape(shape: tuple, size: Any = None) -> tuple[int, ...]:
+    """``rand(2, 3)``, ``rand((2, 3))`` and ``rand(size=(2, 3))`` all mean shape (2, 3)."""
+    if size is not None:
+        if shape:
+            raise TypeError(
+                f"Expected the shape either as arguments or as size=. Received: both "
+                f"{shape!r} and size={size!r}"
+            )
+        return _shape(size)
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
         return _shape(shape[0])
     return _shape(shape)
+
+
+def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+    """``t`` itself, or as an ``nn.Parameter`` (a tensor whose gradient ``backward`` fills)
+    when ``requires_grad``; only floating-point tensors can have one."""
+    if not requires_grad:
+        return t
+    if t.dtype.kind != "f":
+        raise TypeError(
+            f"Expected a floating-point dtype for requires_grad=True. Received: {t.dtype}. "
+            "Pass dtype=md.float32."
+        )
+    from .nn.parameter import Parameter
+
+    return Parameter(t)
 
 
 def _wrap_numpy(bk, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
@@ -120,40 +142,84 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     return _wrap_numpy(bk, arr.astype(dt.numpy), dt, dev)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def full(
+    shape: Any,
+    fill_value: Any,
+    dtype: Any = None,
+    device: Any = None,
+    *,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``."""
     bk = registry.current()
     dt = _dt.default_for(fill_value) if dtype is None else _dt.as_dtype(dtype)
     dev = _device(bk, device)
-    return Tensor(bk.full(_shape(shape), fill_value, dt, dev), bk, dev, dt)
+    t = Tensor(bk.full(_shape(shape), fill_value, dt, dev), bk, dev, dt)
+    return _leaf(t, requires_grad)
 
 
-def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return full(shape, 0, _dt.float32 if dtype is None else dtype, device)
+def zeros(
+    *shape: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Zeros of ``shape``: ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``."""
+    dt = _dt.float32 if dtype is None else dtype
+    return full(_varshape(shape, size), 0, dt, device, requires_grad=requires_grad)
 
 
-def ones(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return full(shape, 1, _dt.float32 if dtype is None else dtype, device)
+def ones(
+    *shape: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Ones of ``shape``: ``ones(2, 3)``, ``ones((2, 3))`` or ``ones(size=(2, 3))``."""
+    dt = _dt.float32 if dtype is None else dtype
+    return full(_varshape(shape, size), 1, dt, device, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def full_like(
+    x: Tensor,
+    fill_value: Any,
+    dtype: Any = None,
+    device: Any = None,
+    *,
+    requires_grad: bool = False,
+) -> Tensor:
     return full(
         x.shape,
         fill_value,
         x.dtype if dtype is None else dtype,
         x.device if device is None else device,
+        requires_grad=requires_grad,
     )
 
 
-def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
-    return full_like(x, 0, dtype, device)
+def zeros_like(
+    x: Tensor, dtype: Any = None, device: Any = None, *, requires_grad: bool = False
+) -> Tensor:
+    return full_like(x, 0, dtype, device, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
-    return full_like(x, 1, dtype, device)
+def ones_like(
+    x: Tensor, dtype: Any = None, device: Any = None, *, requires_grad: bool = False
+) -> Tensor:
+    return full_like(x, 1, dtype, device, requires_grad=requires_grad)
 
 
-def arange(start, stop=None, step=1, dtype: Any = None, device: Any = None) -> Tensor:
+def arange(
+    start,
+    stop=None,
+    step=1,
+    dtype: Any = None,
+    device: Any = None,
+    *,
+    requires_grad: bool = False,
+) -> Tensor:
     """Values from ``start`` to ``stop`` (exclusive); ints give int64, floats float32."""
     if stop is None:
         start, stop = 0, start
@@ -164,16 +230,22 @@ def arange(start, stop=None, step=1, dtype: Any = None, device: Any = None) -> T
         dt = _dt.as_dtype(dtype)
     arr = np.arange(start, stop, step, dtype=np.float64 if dt.kind == "f" else None)
     bk = registry.current()
-    return _wrap_numpy(bk, arr.astype(dt.numpy), dt, _device(bk, device))
+    return _leaf(_wrap_numpy(bk, arr.astype(dt.numpy), dt, _device(bk, device)), requires_grad)
 
 
 def eye(
-    n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None, device: Any = None
+    n_rows: int,
+    n_cols: int | None = None,
+    *,
+    k: int = 0,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
     arr = np.eye(n_rows, n_cols, k=k, dtype=dt.numpy)
-    return _wrap_numpy(bk, arr, dt, _device(bk, device))
+    return _leaf(_wrap_numpy(bk, arr, dt, _device(bk, device)), requires_grad)
 
 
 def _random_tensor(host: np.ndarray, dtype: Any, device: Any) -> Tensor:
@@ -186,11 +258,25 @@ def _random_tensor(host: np.ndarray, dtype: Any, device: Any) -> Tensor:
     return _wrap_numpy(bk, host, dt, _device(bk, device))
 
 
-def rand(*shape: int | Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
+def rand(
+    *shape: int | Sequence[int],
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Uniform values in [0, 1); identical on every backend for one ``md.manual_seed``."""
-    return _random_tensor(_random.host_uniform(_varshape(shape)), dtype, device)
+    t = _random_tensor(_random.host_uniform(_varshape(shape, size)), dtype, device)
+    return _leaf(t, requires_grad)
 
 
-def randn(*shape: int | Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
+def randn(
+    *shape: int | Sequence[int],
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Standard normal values; identical on every backend for one ``md.manual_seed``."""
-    return _random_tensor(_random.host_normal(_varshape(shape)), dtype, device)
+    t = _random_tensor(_random.host_normal(_varshape(shape, size)), dtype, device)
+    return _leaf(t, requires_grad)

@@ -48,8 +48,10 @@ class Device:
         except KeyError:
             pass
         if type not in ("cpu", "gpu"):
-            if isinstance(type, str) and type.lower() in _TYPES and index == 0:
-                return cls.parse(type)
+            if isinstance(type, str) and type.lower() in _TYPES:
+                return cls(_TYPES[type.lower()], index)  # Device("cuda", 1)
+            if isinstance(type, str) and index == 0 and _PATTERN.match(type.strip()):
+                return cls.parse(type)  # Device("cuda:1")
             raise ValueError(
                 f"Expected a device like 'cpu' or 'gpu:0'. Received: Device({type!r}, {index!r})"
             )
