@@ -107,7 +107,10 @@ def allclose(
     dt = _dt.result_type(a.dtype, b.dtype)
     dt = dt if dt.kind == "f" else _dt.float32
     a, b = ops.astype(a, dt, copy=False), ops.astype(b, dt, copy=False)
-    close = (abs(a - b) <= atol + rtol * abs(b)) | (a == b)
+    inf = float("inf")
+    finite = (abs(a) < inf) & (abs(b) < inf)
+    fa, fb = ops.where(finite, a, 0.0), ops.where(finite, b, 0.0)  # no inf - inf below
+    close = (a == b) | (finite & (abs(fa - fb) <= atol + rtol * abs(fb)))
     if equal_nan:
         close = close | ((a != a) & (b != b))
     if close.size == 0:
