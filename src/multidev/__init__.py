@@ -4,7 +4,7 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, nn, optim
+from . import autograd, data, nn, optim
 from .autograd import no_grad
 from .checkpoint import load, save
 from .creation import (
@@ -125,6 +125,7 @@ __all__ = [
     "concat",
     "cos",
     "cpu",
+    "data",
     "default_device",
     "devices",
     "divide",
