@@ -78,3 +78,41 @@ def test_optimiser_state_dict_has_torch_layout_and_values(case):
     for key, value in group0.items():
         got = sd["param_groups"][0][key]
         assert (list(got) if isinstance(got, tuple) else got) == value
+
+
+def _schedule(name, kwargs):
+    params = _params()
+    opt = md.optim.SGD(ref.groups(params, {"lr": 0.2}), lr=0.1, momentum=0.9)
+    sched = getattr(md.optim.lr_scheduler, name)(opt, **ref.schedule_kwargs(kwargs))
+    return opt, sched
+
+
+@pytest.mark.parametrize("case", FIXTURE["schedules"], ids=lambda c: f"{c['name']}-{c['kwargs']}")
+def test_schedule_matches_torch(case):
+    opt, sched = _schedule(case["name"], case["kwargs"])
+    lrs, momenta = [sched.get_last_lr()], [[g["momentum"] for g in opt.param_groups]]
+    for _ in range(ref.STEPS):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr())
+        momenta.append([g["momentum"] for g in opt.param_groups])
+    assert ref.close(lrs, case["lrs"], RTOL), (lrs, case["lrs"])
+    assert ref.close(momenta, case["momenta"], RTOL)
+
+
+@pytest.mark.parametrize("case", FIXTURE["schedules"], ids=lambda c: f"{c['name']}-{c['kwargs']}")
+def test_resumed_schedule_continues_the_sequence(case):
+    opt, sched = _schedule(case["name"], case["kwargs"])
+    for _ in range(7):
+        sched.step()
+    saved_opt, saved = opt.state_dict(), sched.state_dict()
+    opt2, sched2 = _schedule(case["name"], case["kwargs"])
+    opt2.load_state_dict(saved_opt)
+    sched2.load_state_dict(saved)
+    for _ in range(ref.STEPS - 7):
+        sched.step()
+        sched2.step()
+        assert sched2.get_last_lr() == sched.get_last_lr()
+        assert [g["momentum"] for g in opt2.param_groups] == [
+            g["momentum"] for g in opt.param_groups
+        ]
