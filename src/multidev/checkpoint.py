@@ -5,7 +5,9 @@ A checkpoint is a plain safetensors file: any safetensors reader gets its tensor
 
 - ``header_crc32c``: CRC32C of the header bytes after this value (always the first key),
 - ``format`` (``"multidev"``), ``format_version``, ``backend`` (the saving backend),
-- ``structure``: the nested lists/tuples/dicts as JSON, leaves naming tensors,
+- ``structure``: the nested lists/tuples/dicts as JSON, leaves naming tensors or holding
+  plain Python values (int, float as its IEEE 754 bits, bool, str, None); dict keys are
+  strings or ints,
 - ``crc32c``: CRC32C of each tensor's bytes.
 
 Every value goes through host NumPy, so any backend reads what any backend wrote, bit for
@@ -21,6 +23,7 @@ import os
 import secrets
 import socket
 import stat
+import struct
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +41,11 @@ from .tensor import Tensor
 __all__ = ["FORMAT", "FORMAT_VERSION", "lacks_dtype", "load", "save"]
 
 FORMAT = "multidev"
-FORMAT_VERSION = 1
+#: The newest format this module reads. Version 2 added plain Python values and int dict
+#: keys to the structure; files without them are still written as version 1.
+FORMAT_VERSION = 2
+#: Largest plain int (in bits, sign aside) that save writes and load accepts.
+MAX_INT_BITS = 4096
 #: Deepest nesting of lists/tuples/dicts that save writes and load accepts.
 MAX_DEPTH = 100
 
@@ -78,7 +85,9 @@ def lacks_dtype(bk: Any, dt: _dt.DType) -> bool:
 
 
 def save(obj: Any, path: str | os.PathLike) -> None:
-    """Write a Tensor, or lists/tuples/dicts (string keys) nesting Tensors, to ``path``.
+    """Write a Tensor, or lists/tuples/dicts nesting Tensors and plain Python values (int,
+    float, bool, str, None), to ``path``. Dict keys are str or int, so ``net.state_dict()``
+    and an optimiser's or scheduler's ``state_dict()`` save as they are.
 
     The file is a safetensors file; a tensor that appears twice (tied) is stored once.
     The write is atomic: ``path`` holds either its previous content or the new one, even
@@ -128,6 +137,7 @@ class _Plan:
         self._by_native: dict[int, str] = {}
         self._keep: list[Any] = []
         self._open: set[int] = set()
+        self.plain = False
         self.structure = self._node(obj, [], "obj", 0)
 
     def _node(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
@@ -140,6 +150,10 @@ class _Plan:
                 self._keep.append(native)
                 self.tensors.append((name, obj))
             return {"tensor": name}
+        plain = _plain_node(obj, loc)
+        if plain is not None:
+            self.plain = True
+            return plain
         if depth >= MAX_DEPTH:
             raise ValueError(
                 f"Expected at most {MAX_DEPTH} levels of nesting. Received: deeper at {loc}"
@@ -153,20 +167,24 @@ class _Plan:
             finally:
                 self._open.discard(id(obj))
         raise TypeError(
-            "Expected a Tensor, or lists/tuples/dicts with string keys nesting Tensors. "
-            f"Received: {type(obj).__name__} at {loc}. Convert values with md.asarray first."
+            "Expected a Tensor, a plain int/float/bool/str/None, or lists/tuples/dicts "
+            f"(str or int keys) nesting them. Received: {type(obj).__name__} at {loc}. "
+            "Convert arrays with md.asarray, and NumPy scalars with int() or float()."
         )
 
     def _container(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
         if isinstance(obj, Mapping):
             items = []
             for k, v in obj.items():
-                if type(k) is not str:
+                if type(k) is int:
+                    _check_int(k, f"key in {loc}")
+                    self.plain = True
+                elif type(k) is not str:
                     raise TypeError(
-                        f"Expected string dictionary keys (as in a state dict). Received: key "
-                        f"{k!r} ({type(k).__name__}) in {loc}. Convert the keys with str()."
+                        f"Expected str or int dictionary keys (as in a state dict). Received: key "
+                        f"{k!r:.80} ({type(k).__name__}) in {loc}. Convert the keys with str()."
                     )
-                items.append([k, self._node(v, [*parts, k], f"{loc}[{k!r}]", depth + 1)])
+                items.append([k, self._node(v, [*parts, str(k)], f"{loc}[{k!r}]", depth + 1)])
             kind = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
             return {kind: items}
         kind = "list" if isinstance(obj, list) else "tuple"
@@ -189,7 +207,7 @@ class _Plan:
         return {
             _CRC_KEY: _BLANK,
             "format": FORMAT,
-            "format_version": str(FORMAT_VERSION),
+            "format_version": "2" if self.plain else "1",
             "backend": ",".join(backends),
             "structure": json.dumps(self.structure, separators=(",", ":")),
             "crc32c": json.dumps(crcs, separators=(",", ":")),
@@ -218,6 +236,32 @@ class _Plan:
         f.flush()
         f.seek(0)
         f.write(final)
+
+
+def _check_int(v: int, loc: str) -> None:
+    if v.bit_length() > MAX_INT_BITS:
+        raise ValueError(
+            f"Expected ints of at most {MAX_INT_BITS} bits. Received: {v.bit_length()} bits "
+            f"at {loc}. Save such a number as a str."
+        )
+
+
+def _plain_node(obj: Any, loc: str) -> dict | None:
+    """The structure node of a plain Python value (exact types only), else None.
+    A float is stored as the hex of its IEEE 754 bits, so NaN payloads and -0.0 survive."""
+    kind = type(obj)
+    if kind is float:
+        return {"float": struct.pack(">d", obj).hex()}
+    if kind is int:
+        _check_int(obj, loc)
+        return {"int": obj}
+    if kind is bool:
+        return {"bool": obj}
+    if kind is str:
+        return {"str": obj}
+    if obj is None:
+        return {"none": None}
+    return None
 
 
 def _seal(header: bytes) -> bytes:
@@ -462,17 +506,38 @@ def _read_data(f, entries: list[st.Entry], crcs: dict[str, str] | None, path):
 
 
 _CONTAINERS = ("tensor", "list", "tuple", "dict", "ordered_dict")
+_PLAIN = ("int", "float", "bool", "str", "none")
+_NODES = _CONTAINERS + _PLAIN
+
+
+def _plain_value(kind: str, value: Any, path) -> Any:
+    """The Python value of a plain structure node, checked."""
+    if kind == "int" and type(value) is int and value.bit_length() <= MAX_INT_BITS:
+        return value
+    if kind == "float" and type(value) is str and len(value) == 16 and set(value) <= _HEX:
+        return struct.unpack(">d", bytes.fromhex(value))[0]
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "str" and type(value) is str:
+        return value
+    if kind == "none" and value is None:
+        return None
+    raise CheckpointError(
+        path, f"Expected a valid {kind!r} value in the structure. Received: {value!r:.80}"
+    )
 
 
 def _build(node: Any, tensors: dict[str, Any], path, depth: int, used: set | None = None) -> Any:
     """The saved object from its structure JSON (also validates it when ``used`` is given)."""
     if depth > MAX_DEPTH:
         raise CheckpointError(path, f"the structure nests deeper than {MAX_DEPTH} levels")
-    if type(node) is not dict or len(node) != 1 or next(iter(node)) not in _CONTAINERS:
+    if type(node) is not dict or len(node) != 1 or next(iter(node)) not in _NODES:
         raise CheckpointError(
             path, f"Expected structure nodes like {{'tensor': name}}. Received: {node!r:.80}"
         )
     ((kind, value),) = node.items()
+    if kind in _PLAIN:
+        return _plain_value(kind, value, path)
     if kind == "tensor":
         if type(value) is not str or value not in tensors:
             raise CheckpointError(path, f"the structure names a missing tensor {value!r:.80}")
@@ -484,10 +549,17 @@ def _build(node: Any, tensors: dict[str, Any], path, depth: int, used: set | Non
     if kind in ("list", "tuple"):
         items = [_build(v, tensors, path, depth + 1, used) for v in value]
         return items if kind == "list" else tuple(items)
-    out: dict[str, Any] = OrderedDict() if kind == "ordered_dict" else {}
+    out: dict[str | int, Any] = OrderedDict() if kind == "ordered_dict" else {}
     for pair in value:
-        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
-            raise CheckpointError(path, "Expected [key, node] pairs in a dict structure node")
+        if (
+            type(pair) is not list
+            or len(pair) != 2
+            or type(pair[0]) not in (str, int)
+            or (type(pair[0]) is int and pair[0].bit_length() > MAX_INT_BITS)
+        ):
+            raise CheckpointError(
+                path, "Expected [key, node] pairs (str or int keys) in a dict structure node"
+            )
         if pair[0] in out:
             raise CheckpointError(path, f"the structure holds the dict key {pair[0]!r} twice")
         out[pair[0]] = _build(pair[1], tensors, path, depth + 1, used)
