@@ -26,7 +26,7 @@ import stat
 import struct
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import google_crc32c
 import numpy as np
@@ -38,7 +38,7 @@ from .device import as_device, check_available, default_device
 from .errors import CheckpointError
 from .tensor import Tensor
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "lacks_dtype", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ArrayLimits", "lacks_dtype", "limits_of", "load", "save"]
 
 FORMAT = "multidev"
 #: The newest format this module reads. Version 2 added plain Python values and int dict
@@ -56,6 +56,29 @@ _TMP_SUFFIX = ".multidev-tmp"
 _WRITE_BUFFER = 1 << 20
 _OPTIONAL_DTYPES = frozenset({"bfloat16", "float16", "float64"})
 _HEX = frozenset("0123456789abcdef")
+
+
+class ArrayLimits(NamedTuple):
+    """The largest arrays a backend can hold; an adapter declares its own as the class
+    attribute ``array_limits`` where they are below NumPy's (the defaults here).
+
+    ``ndim``: most dimensions; ``dim``: largest single dimension; ``elements``: largest
+    product of the non-zero dimensions. Loading checks every tensor against these (and
+    against NumPy's own byte limit) before reading any data."""
+
+    ndim: int = 64
+    dim: int = 2**63 - 1
+    elements: int = 2**63 - 1
+
+
+_NUMPY_LIMITS = ArrayLimits()
+
+
+def limits_of(bk: Any) -> ArrayLimits:
+    """The array limits of the adapter ``bk``: its ``array_limits`` within NumPy's (every
+    loaded tensor passes through a host NumPy array)."""
+    own = getattr(bk, "array_limits", _NUMPY_LIMITS)
+    return ArrayLimits(*(min(a, b) for a, b in zip(own, _NUMPY_LIMITS, strict=True)))
 
 
 def _crc(buf) -> int:
@@ -393,21 +416,88 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             structure, crcs = _our_metadata(metadata, entries, path)
         else:
             structure, crcs = None, None
+        limits = limits_of(bk)
         for e in entries:
-            if lacks_dtype(bk, e.dtype):
-                raise CheckpointError(
-                    path,
-                    f"tensor {e.name!r} is {e.dtype.name}, which the {bk.name} backend does not "
-                    f"support. Load it with a backend that has {e.dtype.name} and cast it "
-                    "(e.g. to float32) before saving.",
-                )
+            _check_representable(e, bk, limits, path)
+        _check_memory(entries, path)
         arrays = _read_data(f, entries, crcs, path)
-    tensors = {
-        e.name: Tensor(bk.from_numpy(arrays[e.name], dev), bk, dev, e.dtype) for e in entries
-    }
+    tensors = {e.name: _to_backend(arrays.pop(e.name), e, bk, dev, path) for e in entries}
     if structure is None:
         return tensors
     return _build(structure, tensors, path, 0)
+
+
+def _check_representable(e: st.Entry, bk: Any, limits: ArrayLimits, path) -> None:
+    """CheckpointError unless the active backend can hold tensor ``e`` (dtype and shape)."""
+    if lacks_dtype(bk, e.dtype):
+        raise CheckpointError(
+            path,
+            f"tensor {e.name!r} is {e.dtype.name}, which the {bk.name} backend does not "
+            f"support. Load it with a backend that has {e.dtype.name} and cast it "
+            "(e.g. to float32) before saving.",
+        )
+    what = f"tensor {e.name!r} (shape {_short(e.shape)})"
+    if len(e.shape) > limits.ndim:
+        raise CheckpointError(
+            path,
+            f"{what} has {len(e.shape)} dimensions; the {bk.name} backend holds at most "
+            f"{limits.ndim}. Load it with a backend that has more, and reshape it before saving.",
+        )
+    elements = 1
+    for i, d in enumerate(e.shape):
+        if d > limits.dim:
+            raise CheckpointError(
+                path,
+                f"{what} has dimension {i} of size {d}; the {bk.name} backend holds at most "
+                f"{limits.dim} per dimension.",
+            )
+        elements *= d or 1
+    if elements > limits.elements or elements * e.dtype.itemsize > _NUMPY_LIMITS.elements:
+        raise CheckpointError(
+            path,
+            f"{what}: its non-zero dimensions multiply to {elements} elements of "
+            f"{e.dtype.itemsize} bytes; the {bk.name} backend holds at most {limits.elements} "
+            f"elements and {_NUMPY_LIMITS.elements} bytes per array (NumPy's limit), even when "
+            "a zero dimension leaves it empty.",
+        )
+
+
+def _short(shape: tuple[int, ...]) -> str:
+    text = str(shape)
+    return text if len(text) <= 60 else text[:57] + "...)"
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(entries: list[st.Entry], path) -> None:
+    """CheckpointError if the tensors' bytes exceed this machine's physical memory."""
+    total = sum(e.nbytes for e in entries)
+    ram = _physical_memory()
+    if ram is not None and total > ram:
+        raise CheckpointError(
+            path,
+            f"its {len(entries)} tensors hold {total} bytes; this machine has {ram} bytes of "
+            "memory. Load it on a machine with more memory.",
+        )
+
+
+def _to_backend(arr: np.ndarray, e: st.Entry, bk: Any, dev: Any, path) -> Tensor:
+    """A host array as a Tensor of the active backend; any framework failure becomes
+    CheckpointError (chained to the framework's exception)."""
+    try:
+        native = bk.from_numpy(arr, dev)
+    except Exception as exc:
+        raise CheckpointError(
+            path,
+            f"the {bk.name} backend could not hold tensor {e.name!r} ({e.dtype.name}, shape "
+            f"{_short(e.shape)}): {type(exc).__name__}: {str(exc)[:300]}",
+        ) from exc
+    return Tensor(native, bk, dev, e.dtype)
 
 
 class _open_regular:
@@ -487,7 +577,12 @@ def _read_data(f, entries: list[st.Entry], crcs: dict[str, str] | None, path):
     """Each tensor's bytes read into a fresh buffer (file order), checked, as a host array."""
     out: dict[str, np.ndarray] = {}
     for e in sorted(entries, key=lambda e: (e.begin, e.end)):
-        buf = np.empty(e.nbytes, dtype=np.uint8)
+        try:
+            buf = np.empty(e.nbytes, dtype=np.uint8)
+        except MemoryError:
+            raise CheckpointError(
+                path, f"tensor {e.name!r} needs {e.nbytes} bytes, more than this process can get"
+            ) from None
         st.read_into(f, buf, path, e.name)
         if crcs is not None:
             buf.flags.writeable = False
