@@ -29,6 +29,11 @@ def test_stored_reference_is_what_torch_computes():
             )
 
 
+def test_stored_clipping_is_what_torch_computes():
+    stored = json.loads(ref.PATH.read_text())
+    assert ref.close(stored["clipping"], json.loads(json.dumps(ref.generate()["clipping"])))
+
+
 def test_close_tells_numbers_apart():
     assert ref.close({"a": [1.0, 2.0]}, {"a": [1.0, 2.0 + 1e-7]})
     assert not ref.close({"a": [1.0, 2.0]}, {"a": [1.0, 2.0 + 1e-5]})
