@@ -215,7 +215,8 @@ class Optimizer:
         """Restore what ``state_dict()`` returned (on any backend): hyperparameters per group
         and each parameter's state, converted to the parameter's backend, device and dtype.
 
-        The saved groups must hold as many parameters as this optimiser's, in the same order.
+        The saved groups must hold as many parameters as this optimiser's, in the same order;
+        hyperparameters they lack keep their current values.
         Everything is checked before anything changes; a mismatch raises ``md.StateDictError``
         and leaves the optimiser as it was.
         """
@@ -247,7 +248,7 @@ class Optimizer:
                 )
             for j, p in zip(ids, group["params"], strict=True):
                 by_index[int(j)] = p
-            new = {k: v for k, v in saved.items() if k != "params"}
+            new = {k: v for k, v in {**group, **saved}.items() if k != "params"}
             for key, value in new.items():
                 if isinstance(group.get(key), tuple) and isinstance(value, list):
                     new[key] = tuple(value)
