@@ -201,10 +201,13 @@ def training(session: nox.Session) -> None:
 
 @nox.session
 def resume(session: nox.Session) -> None:
-    """Resume anywhere: checkpoints written by each tests-<backend> session after 2 epochs (and
-    mid-epoch 3) continue on every other autograd backend, and the 12 ordered pairs' per-epoch
-    losses match the uninterrupted runs within 1e-5; seeded DataLoader batches are identical
-    on all five backends, with and without worker processes."""
+    """A training run stopped on one backend resumes on any other with the same losses.
+
+    The checkpoints each tests-<backend> session wrote (after epoch 2, and 5 batches into
+    epoch 3) continue on every other autograd backend; fails unless the 12 ordered pairs'
+    per-epoch losses match the uninterrupted runs within 1e-5 relative, and the seeded
+    DataLoader batches are identical on all five backends, with and without workers.
+    """
     shared = SHARED / "resume"
     autograd = [b for b in BACKENDS if b != "numpy"]
     for b in autograd:
