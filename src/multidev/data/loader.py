@@ -231,9 +231,11 @@ class DataLoader:
             yield _to_device(host, self.device)
 
     def _worker_stream(self, batches: list[np.ndarray], seed: int) -> Iterator[Any]:
+        if not batches:
+            return
         ctx = multiprocessing.get_context(self.multiprocessing_context)
         if self.multiprocessing_context == "forkserver":
-            ctx.set_forkserver_preload([__name__])
+            ctx.set_forkserver_preload(["__main__", __name__])
         n = min(self.num_workers, max(len(batches), 1))
         index_queues = [ctx.Queue() for _ in range(n)]
         results = ctx.Queue()
