@@ -2,7 +2,8 @@
 
 ``nox`` (no arguments) runs the whole suite: the five ``tests-<backend>`` sessions, then the
 cross-backend sessions that compare what those environments produced (conformance matrix,
-checkpoint portability, seeded-parameter hashes, examples), all from pinned constraint files.
+checkpoint portability, seeded-parameter hashes, examples, training, resuming a run on
+another backend), all from pinned constraint files.
 The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
 """
 
@@ -34,6 +35,7 @@ nox.options.sessions = [
     "reproducibility",
     "examples",
     "training",
+    "resume",
     "lint",
 ]
 
@@ -97,6 +99,15 @@ def _tests(session: nox.Session, backend: str) -> None:
             str(training / f"{backend}.json"),
             env=env,
         )
+    session.run(
+        "python",
+        "-m",
+        "multidev.testing.resume_compare",
+        "run",
+        "--out",
+        str(SHARED / "resume"),
+        env=env,
+    )
     outputs = SHARED / "examples"
     outputs.mkdir(parents=True, exist_ok=True)
     with open(outputs / f"{backend}.txt", "w") as f:
@@ -184,6 +195,43 @@ def training(session: nox.Session) -> None:
         "multidev.testing.train_compare",
         "check",
         *files,
+        external=True,
+    )
+
+
+@nox.session
+def resume(session: nox.Session) -> None:
+    """A training run stopped on one backend resumes on any other with the same losses.
+
+    The checkpoints each tests-<backend> session wrote (after epoch 2, and 5 batches into
+    epoch 3) continue on every other autograd backend; fails unless the 12 ordered pairs'
+    per-epoch losses match the uninterrupted runs within 1e-5 relative, and the seeded
+    DataLoader batches are identical on all five backends, with and without workers.
+    """
+    shared = SHARED / "resume"
+    autograd = [b for b in BACKENDS if b != "numpy"]
+    for b in autograd:
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.resume_compare",
+            "resume",
+            str(shared),
+            "--out",
+            str(shared / f"resumed-{b}.json"),
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
+    session.run(
+        str(_venv_python("numpy")),
+        "-m",
+        "multidev.testing.resume_compare",
+        "check",
+        str(shared),
+        "--backends",
+        *BACKENDS,
+        "--autograd",
+        *autograd,
         external=True,
     )
 

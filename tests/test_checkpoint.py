@@ -541,10 +541,10 @@ def _deep():
 
 
 BAD_OBJECTS = {
-    "int": (3, TypeError, "Received: int"),
-    "None leaf": ({"w": md.ones(1), "n": None}, TypeError, r"NoneType at obj\['n'\]"),
+    "bytes": (b"3", TypeError, "Received: bytes"),
+    "numpy scalar leaf": ({"w": md.ones(1), "n": np.int64(1)}, TypeError, r"int64 at obj\['n'\]"),
     "numpy array": ([md.ones(1), np.ones(2)], TypeError, r"ndarray at obj\[1\]"),
-    "int key": ({1: md.ones(1)}, TypeError, "string dictionary keys"),
+    "float key": ({1.5: md.ones(1)}, TypeError, "str or int dictionary keys"),
     "set": ({md.ones(1)}, TypeError, "set"),
     "cycle": (_cyclic(), ValueError, "contains itself"),
     "too deep": (_deep(), ValueError, "levels of nesting"),

@@ -33,6 +33,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
+from multidev.checkpoint import ArrayLimits
 from multidev.contract import AdapterBase, PythonOperatorOps
 from multidev.device import Device
 from multidev.errors import DeviceError
@@ -582,6 +583,7 @@ class Backend(Autograd, AdapterBase):
     tensor_types = (mnp.ndarray,)
     ops = Ops()
     reference = "multidev_mxnet.reference"
+    array_limits = ArrayLimits(ndim=32, dim=2**31 - 1, elements=2**31 - 1)
 
     def __init__(self) -> None:
         super().__init__()

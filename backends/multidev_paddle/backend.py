@@ -35,6 +35,7 @@ from paddle.base.framework import EagerParamBase
 from paddle.utils import dlpack as _dlpack
 
 from multidev import dtypes as _dt
+from multidev.checkpoint import ArrayLimits
 from multidev.contract import AdapterBase, PythonOperatorOps
 from multidev.device import Device
 from multidev.errors import DeviceError
@@ -384,6 +385,7 @@ class Backend(Autograd, AdapterBase):
     tensor_types = (paddle.Tensor, EagerParamBase)
     ops = Ops()
     reference = "multidev_paddle.reference"
+    array_limits = ArrayLimits(ndim=9)
 
     def __init__(self) -> None:
         super().__init__()

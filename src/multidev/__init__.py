@@ -4,7 +4,7 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, compat, cuda, nn, optim
+from . import autograd, compat, cuda, data, nn, optim
 from .autograd import no_grad
 from .checkpoint import load, save
 from .compat import FloatTensor, allclose, cat, mm, randint, randperm
@@ -136,6 +136,7 @@ __all__ = [
     "cos",
     "cpu",
     "cuda",
+    "data",
     "default_device",
     "device",
     "devices",

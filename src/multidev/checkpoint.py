@@ -5,7 +5,9 @@ A checkpoint is a plain safetensors file: any safetensors reader gets its tensor
 
 - ``header_crc32c``: CRC32C of the header bytes after this value (always the first key),
 - ``format`` (``"multidev"``), ``format_version``, ``backend`` (the saving backend),
-- ``structure``: the nested lists/tuples/dicts as JSON, leaves naming tensors,
+- ``structure``: the nested lists/tuples/dicts as JSON, leaves naming tensors or holding
+  plain Python values (int, float as its IEEE 754 bits, bool, str, None); dict keys are
+  strings or ints,
 - ``crc32c``: CRC32C of each tensor's bytes.
 
 Every value goes through host NumPy, so any backend reads what any backend wrote, bit for
@@ -21,9 +23,10 @@ import os
 import secrets
 import socket
 import stat
+import struct
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import google_crc32c
 import numpy as np
@@ -35,10 +38,14 @@ from .device import as_device, check_available, default_device
 from .errors import CheckpointError
 from .tensor import Tensor
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "lacks_dtype", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ArrayLimits", "lacks_dtype", "limits_of", "load", "save"]
 
 FORMAT = "multidev"
-FORMAT_VERSION = 1
+#: The newest format this module reads. Version 2 added plain Python values and int dict
+#: keys to the structure; files without them are still written as version 1.
+FORMAT_VERSION = 2
+#: Largest plain int (in bits, sign aside) that save writes and load accepts.
+MAX_INT_BITS = 4096
 #: Deepest nesting of lists/tuples/dicts that save writes and load accepts.
 MAX_DEPTH = 100
 
@@ -49,6 +56,29 @@ _TMP_SUFFIX = ".multidev-tmp"
 _WRITE_BUFFER = 1 << 20
 _OPTIONAL_DTYPES = frozenset({"bfloat16", "float16", "float64"})
 _HEX = frozenset("0123456789abcdef")
+
+
+class ArrayLimits(NamedTuple):
+    """The largest arrays a backend can hold; an adapter declares its own as the class
+    attribute ``array_limits`` where they are below NumPy's (the defaults here).
+
+    ``ndim``: most dimensions; ``dim``: largest single dimension; ``elements``: largest
+    product of the non-zero dimensions. Loading checks every tensor against these (and
+    against NumPy's own byte limit) before reading any data."""
+
+    ndim: int = 64
+    dim: int = 2**63 - 1
+    elements: int = 2**63 - 1
+
+
+_NUMPY_LIMITS = ArrayLimits()
+
+
+def limits_of(bk: Any) -> ArrayLimits:
+    """The array limits of the adapter ``bk``: its ``array_limits`` within NumPy's (every
+    loaded tensor passes through a host NumPy array)."""
+    own = getattr(bk, "array_limits", _NUMPY_LIMITS)
+    return ArrayLimits(*(min(a, b) for a, b in zip(own, _NUMPY_LIMITS, strict=True)))
 
 
 def _crc(buf) -> int:
@@ -78,7 +108,9 @@ def lacks_dtype(bk: Any, dt: _dt.DType) -> bool:
 
 
 def save(obj: Any, path: str | os.PathLike) -> None:
-    """Write a Tensor, or lists/tuples/dicts (string keys) nesting Tensors, to ``path``.
+    """Write a Tensor, or lists/tuples/dicts nesting Tensors and plain Python values (int,
+    float, bool, str, None), to ``path``. Dict keys are str or int, so ``net.state_dict()``
+    and an optimiser's or scheduler's ``state_dict()`` save as they are.
 
     The file is a safetensors file; a tensor that appears twice (tied) is stored once.
     The write is atomic: ``path`` holds either its previous content or the new one, even
@@ -128,6 +160,7 @@ class _Plan:
         self._by_native: dict[int, str] = {}
         self._keep: list[Any] = []
         self._open: set[int] = set()
+        self.plain = False
         self.structure = self._node(obj, [], "obj", 0)
 
     def _node(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
@@ -140,6 +173,10 @@ class _Plan:
                 self._keep.append(native)
                 self.tensors.append((name, obj))
             return {"tensor": name}
+        plain = _plain_node(obj, loc)
+        if plain is not None:
+            self.plain = True
+            return plain
         if depth >= MAX_DEPTH:
             raise ValueError(
                 f"Expected at most {MAX_DEPTH} levels of nesting. Received: deeper at {loc}"
@@ -153,20 +190,24 @@ class _Plan:
             finally:
                 self._open.discard(id(obj))
         raise TypeError(
-            "Expected a Tensor, or lists/tuples/dicts with string keys nesting Tensors. "
-            f"Received: {type(obj).__name__} at {loc}. Convert values with md.asarray first."
+            "Expected a Tensor, a plain int/float/bool/str/None, or lists/tuples/dicts "
+            f"(str or int keys) nesting them. Received: {type(obj).__name__} at {loc}. "
+            "Convert arrays with md.asarray, and NumPy scalars with int() or float()."
         )
 
     def _container(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
         if isinstance(obj, Mapping):
             items = []
             for k, v in obj.items():
-                if type(k) is not str:
+                if type(k) is int:
+                    _check_int(k, f"key in {loc}")
+                    self.plain = True
+                elif type(k) is not str:
                     raise TypeError(
-                        f"Expected string dictionary keys (as in a state dict). Received: key "
-                        f"{k!r} ({type(k).__name__}) in {loc}. Convert the keys with str()."
+                        f"Expected str or int dictionary keys (as in a state dict). Received: key "
+                        f"{k!r:.80} ({type(k).__name__}) in {loc}. Convert the keys with str()."
                     )
-                items.append([k, self._node(v, [*parts, k], f"{loc}[{k!r}]", depth + 1)])
+                items.append([k, self._node(v, [*parts, str(k)], f"{loc}[{k!r}]", depth + 1)])
             kind = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
             return {kind: items}
         kind = "list" if isinstance(obj, list) else "tuple"
@@ -189,7 +230,7 @@ class _Plan:
         return {
             _CRC_KEY: _BLANK,
             "format": FORMAT,
-            "format_version": str(FORMAT_VERSION),
+            "format_version": "2" if self.plain else "1",
             "backend": ",".join(backends),
             "structure": json.dumps(self.structure, separators=(",", ":")),
             "crc32c": json.dumps(crcs, separators=(",", ":")),
@@ -218,6 +259,32 @@ class _Plan:
         f.flush()
         f.seek(0)
         f.write(final)
+
+
+def _check_int(v: int, loc: str) -> None:
+    if v.bit_length() > MAX_INT_BITS:
+        raise ValueError(
+            f"Expected ints of at most {MAX_INT_BITS} bits. Received: {v.bit_length()} bits "
+            f"at {loc}. Save such a number as a str."
+        )
+
+
+def _plain_node(obj: Any, loc: str) -> dict | None:
+    """The structure node of a plain Python value (exact types only), else None.
+    A float is stored as the hex of its IEEE 754 bits, so NaN payloads and -0.0 survive."""
+    kind = type(obj)
+    if kind is float:
+        return {"float": struct.pack(">d", obj).hex()}
+    if kind is int:
+        _check_int(obj, loc)
+        return {"int": obj}
+    if kind is bool:
+        return {"bool": obj}
+    if kind is str:
+        return {"str": obj}
+    if obj is None:
+        return {"none": None}
+    return None
 
 
 def _seal(header: bytes) -> bytes:
@@ -349,21 +416,88 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
             structure, crcs = _our_metadata(metadata, entries, path)
         else:
             structure, crcs = None, None
+        limits = limits_of(bk)
         for e in entries:
-            if lacks_dtype(bk, e.dtype):
-                raise CheckpointError(
-                    path,
-                    f"tensor {e.name!r} is {e.dtype.name}, which the {bk.name} backend does not "
-                    f"support. Load it with a backend that has {e.dtype.name} and cast it "
-                    "(e.g. to float32) before saving.",
-                )
+            _check_representable(e, bk, limits, path)
+        _check_memory(entries, path)
         arrays = _read_data(f, entries, crcs, path)
-    tensors = {
-        e.name: Tensor(bk.from_numpy(arrays[e.name], dev), bk, dev, e.dtype) for e in entries
-    }
+    tensors = {e.name: _to_backend(arrays.pop(e.name), e, bk, dev, path) for e in entries}
     if structure is None:
         return tensors
     return _build(structure, tensors, path, 0)
+
+
+def _check_representable(e: st.Entry, bk: Any, limits: ArrayLimits, path) -> None:
+    """CheckpointError unless the active backend can hold tensor ``e`` (dtype and shape)."""
+    if lacks_dtype(bk, e.dtype):
+        raise CheckpointError(
+            path,
+            f"tensor {e.name!r} is {e.dtype.name}, which the {bk.name} backend does not "
+            f"support. Load it with a backend that has {e.dtype.name} and cast it "
+            "(e.g. to float32) before saving.",
+        )
+    what = f"tensor {e.name!r} (shape {_short(e.shape)})"
+    if len(e.shape) > limits.ndim:
+        raise CheckpointError(
+            path,
+            f"{what} has {len(e.shape)} dimensions; the {bk.name} backend holds at most "
+            f"{limits.ndim}. Load it with a backend that has more, and reshape it before saving.",
+        )
+    elements = 1
+    for i, d in enumerate(e.shape):
+        if d > limits.dim:
+            raise CheckpointError(
+                path,
+                f"{what} has dimension {i} of size {d}; the {bk.name} backend holds at most "
+                f"{limits.dim} per dimension.",
+            )
+        elements *= d or 1
+    if elements > limits.elements or elements * e.dtype.itemsize > _NUMPY_LIMITS.elements:
+        raise CheckpointError(
+            path,
+            f"{what}: its non-zero dimensions multiply to {elements} elements of "
+            f"{e.dtype.itemsize} bytes; the {bk.name} backend holds at most {limits.elements} "
+            f"elements and {_NUMPY_LIMITS.elements} bytes per array (NumPy's limit), even when "
+            "a zero dimension leaves it empty.",
+        )
+
+
+def _short(shape: tuple[int, ...]) -> str:
+    text = str(shape)
+    return text if len(text) <= 60 else text[:57] + "...)"
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(entries: list[st.Entry], path) -> None:
+    """CheckpointError if the tensors' bytes exceed this machine's physical memory."""
+    total = sum(e.nbytes for e in entries)
+    ram = _physical_memory()
+    if ram is not None and total > ram:
+        raise CheckpointError(
+            path,
+            f"its {len(entries)} tensors hold {total} bytes; this machine has {ram} bytes of "
+            "memory. Load it on a machine with more memory.",
+        )
+
+
+def _to_backend(arr: np.ndarray, e: st.Entry, bk: Any, dev: Any, path) -> Tensor:
+    """A host array as a Tensor of the active backend; any framework failure becomes
+    CheckpointError (chained to the framework's exception)."""
+    try:
+        native = bk.from_numpy(arr, dev)
+    except Exception as exc:
+        raise CheckpointError(
+            path,
+            f"the {bk.name} backend could not hold tensor {e.name!r} ({e.dtype.name}, shape "
+            f"{_short(e.shape)}): {type(exc).__name__}: {str(exc)[:300]}",
+        ) from exc
+    return Tensor(native, bk, dev, e.dtype)
 
 
 class _open_regular:
@@ -443,7 +577,12 @@ def _read_data(f, entries: list[st.Entry], crcs: dict[str, str] | None, path):
     """Each tensor's bytes read into a fresh buffer (file order), checked, as a host array."""
     out: dict[str, np.ndarray] = {}
     for e in sorted(entries, key=lambda e: (e.begin, e.end)):
-        buf = np.empty(e.nbytes, dtype=np.uint8)
+        try:
+            buf = np.empty(e.nbytes, dtype=np.uint8)
+        except MemoryError:
+            raise CheckpointError(
+                path, f"tensor {e.name!r} needs {e.nbytes} bytes, more than this process can get"
+            ) from None
         st.read_into(f, buf, path, e.name)
         if crcs is not None:
             buf.flags.writeable = False
@@ -462,17 +601,38 @@ def _read_data(f, entries: list[st.Entry], crcs: dict[str, str] | None, path):
 
 
 _CONTAINERS = ("tensor", "list", "tuple", "dict", "ordered_dict")
+_PLAIN = ("int", "float", "bool", "str", "none")
+_NODES = _CONTAINERS + _PLAIN
+
+
+def _plain_value(kind: str, value: Any, path) -> Any:
+    """The Python value of a plain structure node, checked."""
+    if kind == "int" and type(value) is int and value.bit_length() <= MAX_INT_BITS:
+        return value
+    if kind == "float" and type(value) is str and len(value) == 16 and set(value) <= _HEX:
+        return struct.unpack(">d", bytes.fromhex(value))[0]
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "str" and type(value) is str:
+        return value
+    if kind == "none" and value is None:
+        return None
+    raise CheckpointError(
+        path, f"Expected a valid {kind!r} value in the structure. Received: {value!r:.80}"
+    )
 
 
 def _build(node: Any, tensors: dict[str, Any], path, depth: int, used: set | None = None) -> Any:
     """The saved object from its structure JSON (also validates it when ``used`` is given)."""
     if depth > MAX_DEPTH:
         raise CheckpointError(path, f"the structure nests deeper than {MAX_DEPTH} levels")
-    if type(node) is not dict or len(node) != 1 or next(iter(node)) not in _CONTAINERS:
+    if type(node) is not dict or len(node) != 1 or next(iter(node)) not in _NODES:
         raise CheckpointError(
             path, f"Expected structure nodes like {{'tensor': name}}. Received: {node!r:.80}"
         )
     ((kind, value),) = node.items()
+    if kind in _PLAIN:
+        return _plain_value(kind, value, path)
     if kind == "tensor":
         if type(value) is not str or value not in tensors:
             raise CheckpointError(path, f"the structure names a missing tensor {value!r:.80}")
@@ -484,10 +644,17 @@ def _build(node: Any, tensors: dict[str, Any], path, depth: int, used: set | Non
     if kind in ("list", "tuple"):
         items = [_build(v, tensors, path, depth + 1, used) for v in value]
         return items if kind == "list" else tuple(items)
-    out: dict[str, Any] = OrderedDict() if kind == "ordered_dict" else {}
+    out: dict[str | int, Any] = OrderedDict() if kind == "ordered_dict" else {}
     for pair in value:
-        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
-            raise CheckpointError(path, "Expected [key, node] pairs in a dict structure node")
+        if (
+            type(pair) is not list
+            or len(pair) != 2
+            or type(pair[0]) not in (str, int)
+            or (type(pair[0]) is int and pair[0].bit_length() > MAX_INT_BITS)
+        ):
+            raise CheckpointError(
+                path, "Expected [key, node] pairs (str or int keys) in a dict structure node"
+            )
         if pair[0] in out:
             raise CheckpointError(path, f"the structure holds the dict key {pair[0]!r} twice")
         out[pair[0]] = _build(pair[1], tensors, path, depth + 1, used)

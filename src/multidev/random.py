@@ -3,13 +3,27 @@
 Random values are drawn with NumPy's PCG64 generator on the host (float32 uniform and
 ziggurat normal, streams that NumPy keeps stable across releases) and then placed on the
 device. The same seed therefore gives bit-identical float32 numbers on every backend.
+
+``get_state()`` / ``set_state()`` save and restore that generator as a dict of plain values
+(strings and ints), which ``md.save`` stores in a training checkpoint, so a run resumed on
+any backend draws the same numbers as the run that was never stopped.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["host_normal", "host_uniform", "manual_seed"]
+__all__ = [
+    "draw_seed",
+    "get_state",
+    "host_normal",
+    "host_permutation",
+    "host_uniform",
+    "manual_seed",
+    "set_state",
+]
 
 _generator = np.random.Generator(np.random.PCG64())
 _seed: int | None = None
@@ -32,6 +46,48 @@ def generator() -> np.random.Generator:
     return _generator
 
 
+def get_state() -> dict[str, Any]:
+    """multidev's generator state: ``{"bit_generator": "PCG64", "state": hex, "inc": hex,
+    "has_uint32": int, "uinteger": int}`` (the 128-bit numbers as hexadecimal strings, so the
+    dict saves with ``md.save`` and JSON). The frameworks' own generators are not included."""
+    st = _generator.bit_generator.state
+    return {
+        "bit_generator": st["bit_generator"],
+        "state": hex(st["state"]["state"]),
+        "inc": hex(st["state"]["inc"]),
+        "has_uint32": int(st["has_uint32"]),
+        "uinteger": int(st["uinteger"]),
+    }
+
+
+def set_state(state: dict[str, Any]) -> None:
+    """Restore what ``get_state()`` returned: the next random values are those that followed
+    it. Raises ``TypeError``/``ValueError`` naming the entry for anything else."""
+    want = "a dict from md.random.get_state()"
+    if not isinstance(state, dict):
+        raise TypeError(f"Expected {want}. Received: {type(state).__name__}")
+    missing = {"bit_generator", "state", "inc", "has_uint32", "uinteger"} - set(state)
+    if missing:
+        raise ValueError(f"Expected {want}. Received: a dict without {sorted(missing)}")
+    if state["bit_generator"] != "PCG64":
+        raise ValueError(
+            f"Expected the state of a PCG64 generator. Received: {state['bit_generator']!r}"
+        )
+    try:
+        raw = {
+            "bit_generator": "PCG64",
+            "state": {"state": int(state["state"], 16), "inc": int(state["inc"], 16)},
+            "has_uint32": int(state["has_uint32"]),
+            "uinteger": int(state["uinteger"]),
+        }
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"Expected {want}: hexadecimal 'state' and 'inc'. Received: {e}") from None
+    bit_generator = np.random.PCG64()
+    bit_generator.state = raw
+    global _generator
+    _generator = np.random.Generator(bit_generator)
+
+
 def host_uniform(shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """float32 values uniform in [low, high), computed on the host in float32."""
     u = _generator.random(shape, dtype=np.float32)
@@ -50,3 +106,17 @@ def host_normal(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0) -> 
     if mean != 0.0:
         z += np.float32(mean)
     return z
+
+
+def draw_seed(generator: np.random.Generator | None = None) -> int:
+    """A seed in [0, 2**63) taken from ``generator`` (default: multidev's), from its raw
+    PCG64 output so that every NumPy release draws the same number."""
+    g = _generator if generator is None else generator
+    return int(g.bit_generator.random_raw()) >> 1
+
+
+def host_permutation(n: int, seed: int) -> np.ndarray:
+    """A permutation of ``range(n)`` (int64) fixed by ``seed``: the stable argsort of ``n`` raw
+    PCG64 outputs, identical on every backend and NumPy release."""
+    keys = np.random.PCG64(seed).random_raw(n)
+    return np.argsort(keys, kind="stable").astype(np.int64)

@@ -4,7 +4,7 @@ The API is PyTorch's ``torch.nn`` (names, parameter names, printing), written on
 backend.
 """
 
-from . import functional, init
+from . import functional, init, utils
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
@@ -28,4 +28,5 @@ __all__ = [
     "UninitializedParameter",
     "functional",
     "init",
+    "utils",
 ]

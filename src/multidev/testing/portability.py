@@ -3,7 +3,8 @@
 python -m multidev.testing.portability write DIR
     the active backend writes DIR/<backend>/*.safetensors (every dtype it supports with
     NaN payloads, -0.0, infinities and subnormals; 0-d, zero-size, transposed and sliced
-    tensors; nested lists/tuples/dicts; a tied pair; a state dict) and a manifest.json
+    tensors; nested lists/tuples/dicts; a tied pair; a state dict; an optimiser state dict
+    with plain Python values and int keys) and a manifest.json
     with the expected values (hex of the raw bytes)
 python -m multidev.testing.portability check DIR [--out FILE.json]
     the active backend loads every backend's files and compares them bit for bit with
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import struct
 import sys
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -108,10 +111,22 @@ class _Expect:
         return t, {"tensor": spec}
 
 
+_PLAIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "none": type(None)}
+
+
+def _plain(obj: Any) -> dict:
+    """The manifest leaf of a plain Python value: its type and value (a float's bits in hex)."""
+    kind = next(k for k, t in _PLAIN_TYPES.items() if type(obj) is t)
+    value = struct.pack(">d", obj).hex() if kind == "float" else obj
+    return {"plain": {"type": kind, "value": value}}
+
+
 def _tree(obj: Any, expected_of: dict[int, dict]) -> dict:
     """The manifest tree of a saved object whose leaves' expectations are in ``expected_of``."""
     if isinstance(obj, md.Tensor):
         return expected_of[id(obj)]
+    if type(obj) in _PLAIN_TYPES.values():
+        return _plain(obj)
     if isinstance(obj, Mapping):
         kind = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
         return {kind: [[k, _tree(v, expected_of)] for k, v in obj.items()]}
@@ -154,6 +169,34 @@ def _state_dict(seed: int) -> tuple[Mapping, str]:
     ):
         sd[name] = md.asarray(sample_values(md.float32, shape, seed + i))
     return sd, "OrderedDict of float32 tensors"
+
+
+def _optimizer_state(t: Any) -> dict:
+    """An Adam ``state_dict()`` in PyTorch's layout (int keys, plain values) beside a
+    scheduler's, with edge floats (NaN payload, -0.0, infinities) and big ints."""
+    nan_payload = struct.unpack(">d", bytes.fromhex("7ff80000deadbeef"))[0]
+    return {
+        "state": {
+            0: {"step": t(md.float32, (), 9), "exp_avg": t(md.float32, (2, 3), 10)},
+            1: {"step": 7, "exp_avg": t(md.float32, (3,), 11)},
+        },
+        "param_groups": [
+            {
+                "lr": 0.001,
+                "betas": (0.9, 0.999),
+                "eps": 1e-08,
+                "weight_decay": 0,
+                "amsgrad": False,
+                "foreach": None,
+                "name": "Ünïcode 模",
+                "params": [0, 1],
+            }
+        ],
+        "scheduler": {"last_epoch": -1, "base_lrs": [0.001], "gamma": 0.1},
+        "edge": [-0.0, math.inf, -math.inf, nan_payload, 5e-324, 2**100, -(2**63), ""],
+        "0": "a str key beside the int key 0",
+        0: "an int key",
+    }
 
 
 def write(folder: str | os.PathLike) -> Path:
@@ -211,6 +254,8 @@ def write(folder: str | os.PathLike) -> Path:
         sd_exp[id(v)] = spec
     emit("state_dict.safetensors", sd, sd_exp, note)
 
+    emit("optimizer_state.safetensors", _optimizer_state(t), exp)
+
     manifest = {"backend": bk.name, "version": bk.version(), "files": files}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return out
@@ -220,6 +265,8 @@ def _leaves(tree: dict):
     ((kind, value),) = tree.items()
     if kind == "tensor":
         yield tree
+    elif kind == "plain":
+        return
     elif kind in ("list", "tuple"):
         for v in value:
             yield from _leaves(v)
@@ -247,6 +294,13 @@ def _compare(obj: Any, tree: dict, where: str, ids: dict[int, Any], errors: list
         elif _hex(np.asarray(obj.numpy())) != value["hex"]:
             errors.append(f"{where}: values differ from the writer's bits")
         return
+    if kind == "plain":
+        want = _PLAIN_TYPES[value["type"]]
+        if type(obj) is not want:
+            errors.append(f"{where}: expected {want.__name__}, got {type(obj).__name__}")
+        elif _plain(obj)["plain"]["value"] != value["value"]:
+            errors.append(f"{where}: {obj!r:.80} differs from the writer's value")
+        return
     types = {"list": list, "tuple": tuple, "dict": dict, "ordered_dict": OrderedDict}
     if type(obj) is not types[kind]:
         errors.append(f"{where}: expected {types[kind].__name__}, got {type(obj).__name__}")
@@ -259,7 +313,7 @@ def _compare(obj: Any, tree: dict, where: str, ids: dict[int, Any], errors: list
             _compare(o, v, f"{where}[{i}]", ids, errors)
         return
     keys = [k for k, _ in value]
-    if list(obj) != keys:
+    if [(type(k), k) for k in obj] != [(type(k), k) for k in keys]:
         errors.append(f"{where}: keys {list(obj)}, expected {keys} (in this order)")
         return
     for k, v in value:

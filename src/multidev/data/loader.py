@@ -1,0 +1,332 @@
+"""``DataLoader``: batches of a dataset as Tensors on the default device (or ``device=``).
+
+Batches are built on the host (NumPy) and placed on the device once per batch. The order of
+an epoch comes from multidev's host generator (``random.host_permutation`` of a per-epoch
+seed), so a seeded shuffle gives the same batches on every backend. ``num_workers > 0``
+builds the batches in worker processes that never import a framework (``multiprocessing``'s
+"forkserver", with this module preloaded, where the platform has it, else "spawn"), and yields exactly what ``num_workers=0`` yields, in the same order.
+
+The loader's position is part of ``state_dict()`` (epoch, batches already yielded, the
+epoch's seed): after ``load_state_dict`` the next ``iter(loader)`` continues the saved epoch
+from the next batch, so a run resumes mid-epoch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import numbers
+import pickle
+import queue
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import random as _random
+from ..tensor import Tensor
+
+__all__ = ["DataLoader", "default_collate"]
+
+#: seconds between checks that the worker processes are still alive
+_POLL_S = 1.0
+
+
+def default_collate(samples: list[Any]) -> Any:
+    """Stack a list of samples into one batch, on the host: Tensors and NumPy arrays are
+    stacked into a NumPy array with a new first axis, Python ints become int64, floats
+    float32 (multidev's defaults) and bools bool; tuples, lists and dicts are collated entry by
+    entry; strings stay a list. The loader places the arrays on the device."""
+    elem = samples[0]
+    if isinstance(elem, Tensor):
+        return np.stack([np.asarray(s.numpy()) for s in samples])
+    if isinstance(elem, (np.ndarray, np.generic)):
+        return np.stack([np.asarray(s) for s in samples])
+    if isinstance(elem, bool):
+        return np.asarray(samples, dtype=np.bool_)
+    if isinstance(elem, numbers.Integral):
+        return np.asarray(samples, dtype=np.int64)
+    if isinstance(elem, numbers.Real):
+        return np.asarray(samples, dtype=np.float32)
+    if isinstance(elem, (str, bytes)):
+        return list(samples)
+    if isinstance(elem, Mapping):
+        return {key: default_collate([s[key] for s in samples]) for key in elem}
+    if isinstance(elem, (tuple, list)):
+        if any(len(s) != len(elem) for s in samples):
+            raise ValueError(
+                "Expected samples of one length to collate. Received: lengths "
+                f"{sorted({len(s) for s in samples})}"
+            )
+        fields = [default_collate(list(col)) for col in zip(*samples, strict=True)]
+        if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+            return type(elem)(*fields)
+        return tuple(fields) if isinstance(elem, tuple) else fields
+    raise TypeError(
+        "Expected samples of Tensors, NumPy arrays, numbers, strings, or tuples/lists/dicts of "
+        f"them. Received: {type(elem).__name__}. Pass collate_fn= to batch other types."
+    )
+
+
+def _to_host(batch: Any) -> Any:
+    """``batch`` with every Tensor replaced by a NumPy array (what crosses process borders)."""
+    if isinstance(batch, Tensor):
+        return np.asarray(batch.numpy())
+    if isinstance(batch, Mapping):
+        return {k: _to_host(v) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(_to_host(v) for v in batch))
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_to_host(v) for v in batch)
+    return batch
+
+
+def _to_device(batch: Any, device: Any) -> Any:
+    """``batch`` with every NumPy array made a Tensor (active backend) on ``device`` (None:
+    the default device) and every Tensor moved there."""
+    from ..creation import asarray
+
+    if isinstance(batch, np.ndarray):
+        return asarray(batch, device=device)
+    if isinstance(batch, Tensor):
+        return batch if device is None else batch.to(device)
+    if isinstance(batch, Mapping):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(_to_device(v, device) for v in batch))
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_to_device(v, device) for v in batch)
+    return batch
+
+
+def _fetch(dataset: Any, indices: np.ndarray, collate_fn: Callable | None) -> Any:
+    if collate_fn is None:
+        fast = getattr(dataset, "_host_batch", None)
+        if fast is not None:
+            return fast(indices)
+        return default_collate([dataset[int(i)] for i in indices])
+    return collate_fn([dataset[int(i)] for i in indices])
+
+
+def _worker_loop(dataset, collate_fn, seed, index_queue, result_queue) -> None:
+    """A worker process: fetch the batches it is sent until it gets None."""
+    _random.manual_seed(seed)
+    while True:
+        item = index_queue.get()
+        if item is None:
+            return
+        number, indices = item
+        try:
+            result_queue.put((number, True, _to_host(_fetch(dataset, indices, collate_fn))))
+        except Exception:
+            result_queue.put((number, False, traceback.format_exc()))
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {value!r}")
+    return int(value)
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches of ``batch_size``, as PyTorch's ``DataLoader``.
+
+    - ``shuffle``: a new random order every epoch, from ``generator`` (a seed, a NumPy
+      generator, or None for multidev's generator, ``md.manual_seed``); identical on every
+      backend.
+    - ``drop_last``: drop a last batch smaller than ``batch_size``.
+    - ``collate_fn(samples) -> batch``: default ``default_collate``; NumPy arrays in its
+      result become Tensors on ``device`` (default: the default device at iteration time).
+    - ``num_workers``: worker processes that build batches ahead (the dataset and
+      ``collate_fn`` must pickle: define them at module level); same batches as 0.
+      ``multiprocessing_context``: "forkserver" (default where available), "spawn" or "fork".
+    - ``state_dict()`` / ``load_state_dict()``: the position, to resume mid-epoch.
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
+        num_workers: int = 0,
+        generator: int | np.random.Generator | None = None,
+        *,
+        device: Any = None,
+        prefetch_factor: int = 2,
+        multiprocessing_context: str | None = None,
+    ) -> None:
+        if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+            raise TypeError(
+                "Expected a dataset with __getitem__ and __len__ (e.g. md.data.TensorDataset). "
+                f"Received: {type(dataset).__name__}"
+            )
+        if generator is not None and not isinstance(
+            generator, (int, np.integer, np.random.Generator)
+        ):
+            raise TypeError(
+                "Expected generator to be a seed (int), a numpy.random.Generator or None. "
+                f"Received: {type(generator).__name__}"
+            )
+        if multiprocessing_context is None:
+            methods = multiprocessing.get_all_start_methods()
+            multiprocessing_context = "forkserver" if "forkserver" in methods else "spawn"
+        if multiprocessing_context not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"Expected multiprocessing_context among "
+                f"{multiprocessing.get_all_start_methods()}. Received: {multiprocessing_context!r}"
+            )
+        self.dataset = dataset
+        self.batch_size = _check_int("batch_size", batch_size, 1)
+        self.num_workers = _check_int("num_workers", num_workers, 0)
+        self.prefetch_factor = _check_int("prefetch_factor", prefetch_factor, 1)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.collate_fn = collate_fn
+        self.generator = generator
+        self.device = device
+        self.multiprocessing_context = multiprocessing_context
+        self._epoch = 0
+        self._current: dict[str, Any] | None = None
+        self._resume: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    # ------------------------------------------------------------------ order
+    def _epoch_seed(self, epoch: int) -> int:
+        g = self.generator
+        if isinstance(g, (int, np.integer)):
+            return _random.draw_seed(np.random.Generator(np.random.PCG64([int(g), epoch])))
+        return _random.draw_seed(g)
+
+    def _batches(self, seed: int) -> list[np.ndarray]:
+        n = len(self.dataset)
+        order = _random.host_permutation(n, seed) if self.shuffle else np.arange(n, dtype=np.int64)
+        bs = self.batch_size
+        return [order[i : i + bs] for i in range(0, len(self) * bs, bs)]
+
+    # ------------------------------------------------------------------ iteration
+    def __iter__(self) -> Iterator[Any]:
+        if self._resume is not None:
+            cur, self._resume = self._resume, None
+        else:
+            cur = {"epoch": self._epoch, "batch": 0, "seed": None}
+        if cur["seed"] is None:
+            cur["seed"] = self._epoch_seed(cur["epoch"])
+        self._epoch = cur["epoch"] + 1
+        self._current = cur
+        batches = self._batches(cur["seed"])[cur["batch"] :]
+        if self.num_workers:
+            stream = self._worker_stream(batches, cur["seed"])
+        else:
+            stream = (_fetch(self.dataset, b, self.collate_fn) for b in batches)
+        return self._place(stream, cur)
+
+    def _place(self, stream: Iterator[Any], cur: dict[str, Any]) -> Iterator[Any]:
+        for host in stream:
+            cur["batch"] += 1
+            yield _to_device(host, self.device)
+
+    def _worker_stream(self, batches: list[np.ndarray], seed: int) -> Iterator[Any]:
+        if not batches:
+            return
+        ctx = multiprocessing.get_context(self.multiprocessing_context)
+        if self.multiprocessing_context == "forkserver":
+            ctx.set_forkserver_preload(["__main__", __name__])
+        n = min(self.num_workers, max(len(batches), 1))
+        index_queues = [ctx.Queue() for _ in range(n)]
+        results = ctx.Queue()
+        workers = []
+        try:
+            for wid, iq in enumerate(index_queues):
+                w = ctx.Process(
+                    target=_worker_loop,
+                    args=(self.dataset, self.collate_fn, (seed + 1 + wid) % 2**63, iq, results),
+                    daemon=True,
+                )
+                try:
+                    w.start()
+                except (pickle.PicklingError, AttributeError, TypeError) as e:
+                    raise TypeError(
+                        "Expected a dataset and collate_fn that pickle, to send them to worker "
+                        f"processes. Received: {e}. Define them at module level (no lambdas), "
+                        "or use num_workers=0."
+                    ) from e
+                workers.append(w)
+            sent = 0
+            for _ in range(min(n * self.prefetch_factor, len(batches))):
+                index_queues[sent % n].put((sent, batches[sent]))
+                sent += 1
+            ready: dict[int, tuple[bool, Any]] = {}
+            for k in range(len(batches)):
+                while k not in ready:
+                    try:
+                        number, ok, data = results.get(timeout=_POLL_S)
+                    except queue.Empty:
+                        dead = [w for w in workers if not w.is_alive()]
+                        if dead:
+                            raise RuntimeError(
+                                f"Expected DataLoader worker processes to keep running. "
+                                f"Received: worker {workers.index(dead[0])} exited with code "
+                                f"{dead[0].exitcode}. Run with num_workers=0 to see the error "
+                                "in this process."
+                            ) from None
+                        continue
+                    ready[number] = (ok, data)
+                ok, data = ready.pop(k)
+                if not ok:
+                    raise RuntimeError(f"DataLoader worker {k % n} failed on batch {k}:\n{data}")
+                if sent < len(batches):
+                    index_queues[sent % n].put((sent, batches[sent]))
+                    sent += 1
+                yield data
+        finally:
+            for iq, w in zip(index_queues, workers, strict=False):
+                if w.is_alive():
+                    iq.put(None)
+            for w in workers:
+                w.join(timeout=5)
+                if w.is_alive():
+                    w.terminate()
+                    w.join()
+            for q in (*index_queues, results):
+                q.cancel_join_thread()
+                q.close()
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """The position: ``{"epoch": index of the epoch in progress (or next), "batch":
+        batches of it already yielded, "seed": its order's seed (None before it starts)}``."""
+        cur = self._current
+        if cur is None or cur["batch"] >= len(self):
+            return {"epoch": self._epoch, "batch": 0, "seed": None}
+        return dict(cur)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (from ``state_dict()``): the next ``iter(loader)`` yields the
+        rest of that epoch, then later iterations start the following epochs."""
+        if not isinstance(state, dict) or set(state) != {"epoch", "batch", "seed"}:
+            raise ValueError(
+                "Expected a DataLoader state dict with 'epoch', 'batch' and 'seed'. "
+                f"Received: {sorted(state) if isinstance(state, dict) else type(state).__name__}"
+            )
+        epoch = _check_int("epoch", state["epoch"], 0)
+        batch = _check_int("batch", state["batch"], 0)
+        if batch > len(self):
+            raise ValueError(
+                f"Expected a batch position <= {len(self)} (batches per epoch). Received: {batch}"
+            )
+        seed = state["seed"]
+        if seed is not None:
+            seed = _check_int("seed", seed, 0)
+        elif batch:
+            raise ValueError(
+                "Expected the seed of the epoch in progress with a batch position > 0. "
+                "Received: seed None. Pass the dict loader.state_dict() returned."
+            )
+        self._current = None
+        self._epoch = epoch
+        self._resume = {"epoch": epoch, "batch": batch, "seed": seed}

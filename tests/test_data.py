@@ -1,0 +1,207 @@
+"""``md.data``: datasets, the DataLoader (order, batching, placement, worker processes,
+resuming mid-epoch) and ``random_split``; ``md.random.get_state``/``set_state``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev.data import DataLoader, Dataset, TensorDataset, random_split
+
+X = np.arange(46, dtype=np.float32).reshape(23, 2)
+Y = np.arange(23, dtype=np.int64) % 3
+
+
+class Squares(Dataset):
+    """A dataset of dicts (module level, so that worker processes can unpickle it)."""
+
+    def __len__(self):
+        return 17
+
+    def __getitem__(self, i):
+        return {"x": np.full(3, i, np.float32), "y": i * i, "name": f"s{i}"}
+
+
+class Failing(Squares):
+    def __getitem__(self, i):
+        if i == 5:
+            raise KeyError("sample 5 is missing")
+        return super().__getitem__(i)
+
+
+def pair_sums(samples):
+    """A collate_fn: the sum of each (x, y) pair's x, and the labels."""
+    return (
+        np.stack([np.asarray(x.numpy()).sum(keepdims=True) for x, _ in samples]),
+        md.stack([y for _, y in samples]),
+    )
+
+
+def _rows(loader):
+    return [tuple(np.asarray(t.numpy()).tolist() for t in batch) for batch in loader]
+
+
+def test_batches_are_tensors_on_the_default_device_in_order():
+    loader = DataLoader(TensorDataset(md.asarray(X), Y), batch_size=5)
+    batches = list(loader)
+    assert len(loader) == len(batches) == 5
+    x, y = batches[-1]
+    assert isinstance(x, md.Tensor) and x.backend == md.get_backend()
+    assert x.device == md.default_device()
+    assert x.dtype == md.float32 and y.dtype == md.int64
+    np.testing.assert_array_equal(np.concatenate([b[0].numpy() for b in batches]), X)
+    assert x.shape == (3, 2)
+    dropped = DataLoader(TensorDataset(X, Y), batch_size=5, drop_last=True)
+    assert len(dropped) == len(list(dropped)) == 4
+
+
+def test_device_argument_places_batches():
+    dev = md.devices()[-1]
+    x, _ = next(iter(DataLoader(TensorDataset(X, Y), batch_size=4, device=dev)))
+    assert x.device == dev
+
+
+def test_seeded_shuffle_follows_the_documented_host_order():
+    loader = DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, generator=7)
+    epochs = [np.concatenate([y.numpy() for _, y in loader]) for _ in range(2)]
+    for epoch, labels in enumerate(epochs):
+        seed = int(np.random.PCG64([7, epoch]).random_raw()) >> 1
+        order = np.argsort(np.random.PCG64(seed).random_raw(len(X)), kind="stable")
+        np.testing.assert_array_equal(labels, Y[order])
+    assert not np.array_equal(epochs[0], epochs[1])
+    again = DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, generator=7)
+    assert _rows(again) == _rows(
+        DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, generator=7)
+    )
+
+
+def test_unseeded_shuffle_follows_manual_seed():
+    md.manual_seed(3)
+    first = _rows(DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True))
+    md.manual_seed(3)
+    second = _rows(DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True))
+    assert first == second
+    assert first != _rows(DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True))
+
+
+def test_default_collate_handles_dicts_numbers_and_strings():
+    batch = next(iter(DataLoader(Squares(), batch_size=4)))
+    assert batch["name"] == ["s0", "s1", "s2", "s3"]
+    assert batch["y"].dtype == md.int64
+    np.testing.assert_array_equal(batch["y"].numpy(), [0, 1, 4, 9])
+    assert batch["x"].shape == (4, 3)
+
+
+def test_worker_processes_yield_the_same_batches():
+    ds = TensorDataset(X, Y)
+    plain = _rows(DataLoader(ds, batch_size=3, shuffle=True, generator=1))
+    workers = DataLoader(ds, batch_size=3, shuffle=True, generator=1, num_workers=2)
+    assert _rows(workers) == plain
+    custom = dict(batch_size=4, shuffle=True, generator=2, collate_fn=pair_sums)
+    assert _rows(DataLoader(ds, num_workers=2, **custom)) == _rows(DataLoader(ds, **custom))
+    sq = [b["y"].tolist() for b in DataLoader(Squares(), batch_size=5, num_workers=3)]
+    assert sq == [b["y"].tolist() for b in DataLoader(Squares(), batch_size=5)]
+
+
+def test_worker_errors_reach_the_caller():
+    with pytest.raises(RuntimeError, match="sample 5 is missing"):
+        list(DataLoader(Failing(), batch_size=2, num_workers=2))
+    with pytest.raises(TypeError, match="pickle"):
+        list(DataLoader(TensorDataset(X, Y), collate_fn=lambda s: s, num_workers=1))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_loader_resumes_mid_epoch(num_workers):
+    def make():
+        return DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, num_workers=num_workers)
+
+    md.manual_seed(5)
+    reference = make()
+    whole = [_rows(reference) for _ in range(3)]
+    md.manual_seed(5)
+    first = make()
+    it = iter(first)
+    head = [next(it) for _ in range(2)]
+    state = json.loads(json.dumps(first.state_dict()))
+    assert state["epoch"] == 0 and state["batch"] == 2
+    rng = md.random.get_state()
+    del it
+    md.manual_seed(99)
+    md.random.set_state(rng)
+    resumed = make()
+    resumed.load_state_dict(state)
+    rest = _rows(resumed)
+    assert _rows(head) + rest == whole[0]
+    assert [_rows(resumed), _rows(resumed)] == whole[1:]
+    assert resumed.state_dict() == {"epoch": 3, "batch": 0, "seed": None}
+
+
+def test_load_state_dict_rejects_bad_positions():
+    loader = DataLoader(TensorDataset(X, Y), batch_size=4)
+    with pytest.raises(ValueError, match="'epoch', 'batch' and 'seed'"):
+        loader.load_state_dict({"epoch": 0})
+    with pytest.raises(ValueError, match="batch position <= 6"):
+        loader.load_state_dict({"epoch": 0, "batch": 9, "seed": 1})
+    with pytest.raises(ValueError, match="seed of the epoch"):
+        loader.load_state_dict({"epoch": 0, "batch": 2, "seed": None})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"batch_size": 0}, ValueError),
+        ({"num_workers": -1}, ValueError),
+        ({"generator": "seed"}, TypeError),
+        ({"multiprocessing_context": "thread"}, ValueError),
+    ],
+)
+def test_bad_loader_arguments(kwargs, error):
+    with pytest.raises(error, match="Expected"):
+        DataLoader(TensorDataset(X, Y), **kwargs)
+
+
+def test_tensor_dataset_items_and_errors():
+    ds = TensorDataset(md.asarray(X), md.asarray(Y))
+    x, y = ds[4]
+    np.testing.assert_array_equal(x.numpy(), X[4])
+    assert y.item() == Y[4] and len(ds) == 23
+    with pytest.raises(ValueError, match="same first dimension"):
+        TensorDataset(X, Y[:5])
+
+
+def test_random_split():
+    ds = TensorDataset(X, Y)
+    parts = random_split(ds, [10, 13], generator=4)
+    idx = np.concatenate([p.indices for p in parts])
+    assert [len(p) for p in parts] == [10, 13]
+    assert sorted(idx.tolist()) == list(range(23))
+    assert [p.indices.tolist() for p in random_split(ds, [10, 13], generator=4)] == [
+        p.indices.tolist() for p in parts
+    ]
+    x, _ = parts[1][0]
+    np.testing.assert_array_equal(x.numpy(), X[parts[1].indices[0]])
+    batch = next(iter(DataLoader(parts[0], batch_size=10)))
+    np.testing.assert_array_equal(batch[1].numpy(), Y[parts[0].indices])
+    assert [len(p) for p in random_split(ds, [0.5, 0.25, 0.25])] == [12, 6, 5]
+    with pytest.raises(ValueError, match="summing to the dataset's length 23"):
+        random_split(ds, [10, 10])
+
+
+def test_random_state_round_trip():
+    md.manual_seed(11)
+    md.rand(3)
+    state = md.random.get_state()
+    assert json.loads(json.dumps(state)) == state
+    expected = md.randn(4).numpy().copy()
+    md.manual_seed(0)
+    md.random.set_state(state)
+    np.testing.assert_array_equal(md.randn(4).numpy(), expected)
+    with pytest.raises(ValueError, match="without"):
+        md.random.set_state({"bit_generator": "PCG64"})
+    with pytest.raises(ValueError, match="PCG64"):
+        md.random.set_state({**state, "bit_generator": "MT19937"})
+    with pytest.raises(TypeError, match="get_state"):
+        md.random.set_state([1, 2])
