@@ -76,6 +76,19 @@ def test_a_good_load_converts_and_writes_every_value():
         np.testing.assert_allclose(after[key], value, rtol=1e-6, err_msg=key)
 
 
+def test_buffers_load_all_or_nothing_too():
+    net = _mlp()
+    net.register_buffer("scale", md.full((2,), 0.5))
+    sd = {k: v + 1 for k, v in _values(net).items()}
+    sd["scale"] = [None, 1.0]
+    with pytest.raises(md.StateDictError, match=r"'scale' cannot become float32"):
+        net.load_state_dict(sd)
+    assert net.scale.tolist() == [0.5, 0.5]
+    sd["scale"] = [2, 3]
+    net.load_state_dict(sd)
+    assert net.scale.tolist() == [2.0, 3.0] and net.scale.dtype == md.float32
+
+
 def test_a_failed_load_into_a_lazy_layer_leaves_it_uninitialised():
     net = nn.Sequential(nn.Linear(2, 3), nn.LazyLinear(2))
     before = _values(nn.Sequential(net[0]))

@@ -415,7 +415,7 @@ class Block:
             if key not in state_dict:
                 continue
             value = state_dict[key]
-            want = target.shape if target.initialized else wanted.get(key)
+            want = target.shape if getattr(target, "initialized", True) else wanted.get(key)
             got = _value_shape(value)
             if got is not None and want is not None and not _shape_fits(got, want):
                 lines.append(
