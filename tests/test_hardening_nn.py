@@ -286,3 +286,29 @@ def test_mxnet_native_block_takes_legacy_ndarrays():
     out = net.native(legacy)
     assert isinstance(out, mx.np.ndarray)
     np.testing.assert_allclose(out.asnumpy(), net(md.asarray(X)).numpy(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ on a GPU
+
+
+@pytest.mark.gpu
+def test_deepcopy_and_gradient_writes_on_a_gpu():
+    if md.num_gpus() == 0:
+        pytest.skip("no GPU: num_gpus() == 0")
+    g = md.gpu(0)
+    net = _mlp().to(g)
+    X = md.rand(4, 2, device=g)
+    clone = copy.deepcopy(net)
+    assert all(p.device is g for p in clone.parameters())
+    np.testing.assert_array_equal(clone(X).numpy(), net(X).numpy())
+    if "autograd" not in BK.capabilities:
+        return
+    with md.autograd.record():
+        loss = net(X).sum()
+    loss.backward()
+    before = _values(net)
+    for p in net.parameters():
+        p.grad[...] = 0
+    md.optim.SGD(net.parameters(), lr=1.0).step()
+    for key, value in _values(net).items():
+        np.testing.assert_array_equal(value, before[key], err_msg=key)

@@ -98,3 +98,13 @@ def test_device_accepts_integer_indices_of_any_int_type():
     assert md.Device("gpu", np.int64(2)) is md.gpu(2)
     with pytest.raises(ValueError, match="non-negative"):
         md.Device("gpu", -1)
+
+
+@pytest.mark.gpu
+def test_absurd_sizes_on_a_gpu():
+    if md.num_gpus() == 0:
+        pytest.skip("no GPU: num_gpus() == 0")
+    for shape in ABSURD:
+        with pytest.raises(MemoryError, match=r"fits in the memory of gpu:0"):
+            md.zeros(shape, device=md.gpu(0))
+    assert md.zeros((2, 3), device=md.gpu(0)).device is md.gpu(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import os
@@ -46,10 +47,11 @@ def _device(bk, device: Any) -> Device:
 _MAX_BYTES = 1 << 47
 
 
-def _memory_limit(dev: Device) -> int:
-    """Bytes a tensor on ``dev`` can never exceed: the machine's physical memory for a CPU
-    (where the OS reports it), else ``_MAX_BYTES``."""
-    if dev.type == "cpu":
+@functools.cache
+def _memory_limit(kind: str) -> int:
+    """Bytes a tensor on a device of ``kind`` can never exceed: the machine's physical memory
+    for a CPU (where the OS reports it), else ``_MAX_BYTES``."""
+    if kind == "cpu":
         try:
             return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (AttributeError, OSError, ValueError):
@@ -67,7 +69,7 @@ def _check_bytes(shape: tuple[int, ...], dt: _dt.DType, dev: Device) -> None:
         if s:
             count *= s
     size = count * dt.numpy.itemsize
-    limit = _memory_limit(dev)
+    limit = _memory_limit(dev.type)
     if size > limit:
         raise MemoryError(
             f"Expected a tensor that fits in the memory of {dev} ({limit:,} bytes). Received: "
