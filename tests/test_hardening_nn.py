@@ -258,7 +258,11 @@ def test_in_place_operators_on_p_grad_change_the_stored_gradient():
     np.testing.assert_array_equal(w.numpy(), [-9.0, -3.0])
 
 
-@needs_autograd
+@pytest.mark.skipif(
+    BK.name != "tensorflow",
+    reason="only TensorFlow replaces the gradient tensor on each backward; elsewhere an old "
+    "p.grad is the same storage (torch zero_grad(set_to_none=False), MXNet) or freed (paddle)",
+)
 def test_a_stale_gradient_tensor_does_not_overwrite_a_new_gradient():
     w = nn.Parameter(md.asarray([1.0, 2.0]))
     with md.autograd.record():
