@@ -31,7 +31,8 @@ _NOT_RECORDED = "not in a computational graph"
 class NativeBlock(gluon.Block):
     """A gluon ``Block`` view of a multidev Block: sub-blocks and Parameters under the Block's
     names (no copies); ``collect_params()`` keys them by their multidev names (``"0.weight"``);
-    calling it runs the Block on ``mxnet.numpy`` arrays."""
+    calling it runs the Block on ``mxnet.numpy`` arrays (legacy ``mx.nd.NDArray`` inputs are
+    viewed as such arrays, zero-copy)."""
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
@@ -66,7 +67,17 @@ class NativeBlock(gluon.Block):
         return ret
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(_np_array(x) for x in args)
+        kwargs = {k: _np_array(x) for k, x in kwargs.items()}
         return call(self._md_block, args, kwargs)
+
+
+def _np_array(x: Any) -> Any:
+    """A legacy ``mx.nd.NDArray`` (Gluon 1.x's input) as the ``mx.np.ndarray`` sharing its
+    memory; anything else as it is."""
+    if isinstance(x, mx.nd.NDArray) and not isinstance(x, mx.np.ndarray):
+        return x.as_np_ndarray()
+    return x
 
 
 def _data(var):

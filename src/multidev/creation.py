@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+import operator
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,17 +43,72 @@ def _device(bk, device: Any) -> Device:
     return dev
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
+#: more bytes than any device holds (128 TiB): the limit where the machine's memory is unknown
+_MAX_BYTES = 1 << 47
+
+
+@functools.cache
+def _memory_limit(kind: str) -> int:
+    """Bytes a tensor on a device of ``kind`` can never exceed: the machine's physical memory
+    for a CPU (where the OS reports it), else ``_MAX_BYTES``."""
+    if kind == "cpu":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, OSError, ValueError):
+            pass
+    return _MAX_BYTES
+
+
+def _check_bytes(shape: tuple[int, ...], dt: _dt.DType, dev: Device) -> None:
+    """Raise ``MemoryError`` before the framework is called if ``shape`` of ``dt`` cannot fit.
+
+    Zero-size dimensions are left out of the count, as the frameworks' own size arithmetic
+    does: ``(0, 2**63)`` is as absurd as ``(2**63,)``."""
+    count = 1
+    for s in shape:
+        if s:
+            count *= s
+    size = count * dt.numpy.itemsize
+    limit = _memory_limit(dev.type)
+    if size > limit:
+        raise MemoryError(
+            f"Expected a tensor that fits in the memory of {dev} ({limit:,} bytes). Received: "
+            f"shape {shape} of {dt.name}, {count:,} elements, {size:,} bytes"
+            + (" (non-zero dimensions)" if 0 in shape else "")
+            + ". Use a smaller shape or a smaller dtype."
+        )
+
+
+def _dim(value: Any, shape: Any) -> int:
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(
+            f"Expected a shape: an int or a sequence of ints. Received: {shape!r} "
+            f"(a {type(value).__name__} where an int belongs). Pass e.g. md.zeros((2, 3))."
+        )
     try:
-        out = tuple(int(s) for s in shape)
+        return operator.index(value)
     except TypeError:
         raise TypeError(
-            f"Expected a shape: an int or a tuple of ints. Received: {shape!r}"
+            f"Expected a shape: an int or a sequence of ints. Received: {shape!r} "
+            f"(a {type(value).__name__} where an int belongs). Pass e.g. md.zeros((2, 3))."
         ) from None
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    """``shape`` as a tuple of non-negative ints: ``TypeError`` for anything but an int or a
+    sequence of ints (a string is not a shape), ``ValueError`` for a negative size."""
+    if (
+        isinstance(shape, (str, bytes))
+        or getattr(shape, "ndim", None) == 0
+        or not hasattr(shape, "__iter__")
+    ):
+        out = (_dim(shape, shape),)
+    else:
+        out = tuple(_dim(s, shape) for s in shape)
     if any(s < 0 for s in out):
-        raise ValueError(f"Expected non-negative dimensions. Received: shape {out}")
+        raise ValueError(
+            f"Expected non-negative sizes. Received: shape {out}. Every dimension must be >= 0."
+        )
     return out
 
 
@@ -62,7 +121,7 @@ def _varshape(shape: tuple, size: Any = None) -> tuple[int, ...]:
                 f"{shape!r} and size={size!r}"
             )
         return _shape(size)
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+    if len(shape) == 1 and hasattr(shape[0], "__iter__"):
         return _shape(shape[0])
     return _shape(shape)
 
@@ -154,8 +213,9 @@ def full(
     bk = registry.current()
     dt = _dt.default_for(fill_value) if dtype is None else _dt.as_dtype(dtype)
     dev = _device(bk, device)
-    t = Tensor(bk.full(_shape(shape), fill_value, dt, dev), bk, dev, dt)
-    return _leaf(t, requires_grad)
+    shape = _shape(shape)
+    _check_bytes(shape, dt, dev)
+    return _leaf(Tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
 
 
 def zeros(
@@ -228,9 +288,19 @@ def arange(
         dt = _dt.int64 if is_int else _dt.float32
     else:
         dt = _dt.as_dtype(dtype)
-    arr = np.arange(start, stop, step, dtype=np.float64 if dt.kind == "f" else None)
     bk = registry.current()
-    return _leaf(_wrap_numpy(bk, arr.astype(dt.numpy), dt, _device(bk, device)), requires_grad)
+    dev = _device(bk, device)
+    if step == 0:
+        raise ValueError("Expected a non-zero step for arange. Received: step=0")
+    count = (stop - start) / step
+    if not math.isfinite(count):
+        raise ValueError(
+            "Expected finite start, stop and step for arange. "
+            f"Received: start={start!r}, stop={stop!r}, step={step!r}"
+        )
+    _check_bytes((max(0, math.ceil(count)),), dt, dev)
+    arr = np.arange(start, stop, step, dtype=np.float64 if dt.kind == "f" else None)
+    return _leaf(_wrap_numpy(bk, arr.astype(dt.numpy), dt, dev), requires_grad)
 
 
 def eye(
@@ -244,18 +314,27 @@ def eye(
 ) -> Tensor:
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
-    arr = np.eye(n_rows, n_cols, k=k, dtype=dt.numpy)
-    return _leaf(_wrap_numpy(bk, arr, dt, _device(bk, device)), requires_grad)
+    dev = _device(bk, device)
+    shape = _shape((n_rows, n_rows if n_cols is None else n_cols))
+    _check_bytes(shape, dt, dev)
+    arr = np.eye(*shape, k=k, dtype=dt.numpy)
+    return _leaf(_wrap_numpy(bk, arr, dt, dev), requires_grad)
 
 
-def _random_tensor(host: np.ndarray, dtype: Any, device: Any) -> Tensor:
+def _random_tensor(
+    draw: Callable[[tuple[int, ...]], np.ndarray], shape: tuple, dtype: Any, device: Any
+) -> Tensor:
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     if dt.kind != "f":
         raise TypeError(f"Expected a floating-point dtype for random values. Received: {dt}")
+    bk = registry.current()
+    dev = _device(bk, device)
+    shape = _varshape(shape)
+    _check_bytes(shape, _dt.float32 if dt.numpy.itemsize < 4 else dt, dev)
+    host = draw(shape)
     if dt is not _dt.float32:
         host = host.astype(dt.numpy)
-    bk = registry.current()
-    return _wrap_numpy(bk, host, dt, _device(bk, device))
+    return _wrap_numpy(bk, host, dt, dev)
 
 
 def rand(
@@ -266,7 +345,7 @@ def rand(
     requires_grad: bool = False,
 ) -> Tensor:
     """Uniform values in [0, 1); identical on every backend for one ``md.manual_seed``."""
-    t = _random_tensor(_random.host_uniform(_varshape(shape, size)), dtype, device)
+    t = _random_tensor(_random.host_uniform, _varshape(shape, size), dtype, device)
     return _leaf(t, requires_grad)
 
 
@@ -278,5 +357,5 @@ def randn(
     requires_grad: bool = False,
 ) -> Tensor:
     """Standard normal values; identical on every backend for one ``md.manual_seed``."""
-    t = _random_tensor(_random.host_normal(_varshape(shape, size)), dtype, device)
+    t = _random_tensor(_random.host_normal, _varshape(shape, size), dtype, device)
     return _leaf(t, requires_grad)

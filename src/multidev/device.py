@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import contextvars
+import operator
 import re
 from typing import Any
+
+import numpy as np
 
 from .errors import DeviceError
 
@@ -24,13 +28,27 @@ _TYPES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 _PATTERN = re.compile(
     r"^(?:/job:[^/]+(?:/replica:\d+)?(?:/task:\d+)?)?/?(?:device:)?"
     r"(?P<type>cpu|gpu|cuda)(?::(?P<i1>\d+)|\((?P<i2>\d*)\))?$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 _interned: dict[tuple[str, int], Device] = {}
 _scope: contextvars.ContextVar[tuple[Device, ...]] = contextvars.ContextVar(
     "multidev_device_scope", default=()
 )
+
+
+def _index(type: Any, index: Any) -> int:
+    """A device index that is an integer (``int``, ``np.int64``), never a float or a bool."""
+    if not isinstance(index, (bool, np.bool_)):
+        try:
+            return operator.index(index)
+        except TypeError:
+            pass
+    raise TypeError(
+        "Expected an int device index, as in Device('gpu', 1). "
+        f"Received: Device({type!r}, {index!r}), a {builtins.type(index).__name__}. "
+        "Pass an int."
+    )
 
 
 class Device:
@@ -42,6 +60,14 @@ class Device:
     __slots__ = ("index", "type")
 
     def __new__(cls, type: str = "cpu", index: int = 0) -> Device:
+        # exact types first: 5.0 and True hash like 5 and 1, so the cache alone would take them
+        if builtins.type(index) is not int:
+            index = _index(type, index)
+        if not isinstance(type, str):
+            raise TypeError(
+                "Expected a device type string, 'cpu' or 'gpu'. "
+                f"Received: Device({type!r}, {index!r}). Use md.Device.parse() for other objects."
+            )
         key = (type, index)
         try:
             return _interned[key]
@@ -55,7 +81,7 @@ class Device:
             raise ValueError(
                 f"Expected a device like 'cpu' or 'gpu:0'. Received: Device({type!r}, {index!r})"
             )
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        if index < 0:
             raise ValueError(
                 "Expected a device like 'cpu' or 'gpu:0' with a non-negative integer index. "
                 f"Received: Device({type!r}, {index!r})"

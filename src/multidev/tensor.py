@@ -132,6 +132,12 @@ class Tensor:
 
     __hash__ = object.__hash__  # __eq__ is elementwise: identity hashing, as in PyTorch
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A copy with its own storage on the same device, made by the backend's copy op
+        (nothing framework-specific is pickled)."""
+        bk = self._bk
+        return Tensor(_on(bk, self._dev, bk.ops.copy, self._native), bk, self._dev, self._dtype)
+
     # ---------------------------------------------------------------- placement
     def to(self, device: Any = None, dtype: Any = None, *, copy: bool = False) -> Tensor:
         """This tensor on ``device`` (and/or as ``dtype``).

@@ -110,6 +110,20 @@ class LazyLinear(Linear):
         if b is not None and not b.initialized:
             b._materialize(init.bias_uniform_sample((self.out_features,), self.in_features))
 
+    def lazy_parameter_shapes(
+        self, loaded: dict[str, tuple[int, ...]]
+    ) -> dict[str, tuple[int | str, ...]]:
+        """What ``load_state_dict`` may put into the uninitialised parameters: a weight of
+        ``(out_features, in_features)`` for any ``in_features``, and a bias of
+        ``(out_features,)``."""
+        w = self.weight
+        if w.initialized:
+            in_features: int | str = w.shape[1]
+        else:
+            got = loaded.get("weight")
+            in_features = got[1] if got is not None and len(got) == 2 else "in_features"
+        return {"weight": (self.out_features, in_features), "bias": (self.out_features,)}
+
     def reset_parameters(self) -> None:
         if self.weight.initialized:
             super().reset_parameters()

@@ -8,12 +8,14 @@ once, ``state_dict`` lists them under every name (mapping to the same Tensor).
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..device import as_device, check_available
 from ..errors import StateDictError
 from ..tensor import Tensor
@@ -313,6 +315,19 @@ class Block:
 
         return native_module(self)
 
+    # ------------------------------------------------------------ copying
+    def __deepcopy__(self, memo: dict[int, Any]) -> Block:
+        """An independent block: the same tree (tied blocks and parameters stay tied within the
+        copy), new parameters holding copies of the values, the same training flag; lazy
+        blocks stay uninitialised. Built through the adapter, never by pickling."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        d = new.__dict__
+        for key, value in self.__dict__.items():
+            if key != "_native_module":  # a view of this block's variables, rebuilt on demand
+                d[key] = copy.deepcopy(value, memo)
+        return new
+
     # ------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Block:
         """Set training mode (``Dropout`` active) on this block and every block below it."""
@@ -377,8 +392,13 @@ class Block:
         """Copy values from ``state_dict`` into this block's parameters and buffers, in place
         (they keep their identity and device; values are converted to their dtype).
 
-        Raises one ``md.StateDictError`` listing every missing key, unexpected key (both only
-        when ``strict``) and shape mismatch; nothing is copied then.
+        All or nothing: every value is checked (shape, numeric values) and converted before
+        the first parameter changes. A lazy layer's uninitialised parameters take the loaded
+        shapes if the layer accepts them (``LazyLinear(3)`` wants a ``(3, in_features)``
+        weight and a ``(3,)`` bias). Raises one ``md.StateDictError`` listing every missing
+        key, unexpected key (both only when ``strict``), shape mismatch and value that is not
+        numeric (strings, None; in ``mismatched_keys`` with the shape mismatches); the block
+        is unchanged then.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(
@@ -387,42 +407,82 @@ class Block:
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        mismatched = []
+        wanted = self._lazy_shapes(state_dict)
+        lines: list[str] = []
+        mismatched: list[str] = []
+        converted: dict[str, Tensor] = {}
         for key, target in own.items():
-            if key in state_dict and getattr(target, "initialized", True):
-                got = _shape_of(state_dict[key])
-                if got != target.shape:
-                    mismatched.append((key, target.shape, got))
-        if mismatched or (strict and (missing or unexpected)):
-            lines = [f"  missing key {k!r}" for k in missing] if strict else []
-            lines += [f"  unexpected key {k!r}" for k in unexpected] if strict else []
-            lines += [
-                f"  shape mismatch for {k!r}: expected {want}, received {got}"
-                for k, want, got in mismatched
-            ]
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            want = target.shape if getattr(target, "initialized", True) else wanted.get(key)
+            got = _value_shape(value)
+            if got is not None and want is not None and not _shape_fits(got, want):
+                lines.append(
+                    f"  shape mismatch for {key!r}: expected {_fmt_shape(want)}, received {got}"
+                )
+                mismatched.append(key)
+                continue
+            try:
+                converted[key] = _converted(target, value)
+            except (TypeError, ValueError, OverflowError) as e:
+                lines.append(f"  value for {key!r} cannot become {target.dtype.name}: {e}")
+                mismatched.append(key)
+        if strict:
+            lines = (
+                [f"  missing key {k!r}" for k in missing]
+                + [f"  unexpected key {k!r}" for k in unexpected]
+                + lines
+            )
+        if lines:
             raise StateDictError(
                 f"Expected a state dict matching {type(self).__name__}'s parameters and buffers. "
                 f"Received one with {len(lines)} problem(s):\n"
                 + "\n".join(lines)
-                + "\nLoad a state dict saved from the same architecture"
+                + "\nNothing was loaded. Load a state dict of numeric tensors saved from the same "
+                "architecture"
                 + (
                     ", or pass strict=False to skip missing and unexpected keys." if strict else "."
                 ),
                 missing=missing if strict else (),
                 unexpected=unexpected if strict else (),
-                mismatched=[k for k, _, _ in mismatched],
+                mismatched=mismatched,
             )
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
+        for key, value in converted.items():
+            target = own[key]
             if isinstance(target, UninitializedParameter):
-                target._materialize(_same_backend(target, value), replay=False)
-            elif isinstance(target, Parameter):
-                target[...] = _same_backend(target, value).to(target._dev)
+                target._materialize(value, replay=False)
             else:
-                target[...] = _as_like(target, value)
+                target[...] = value
         return IncompatibleKeys(missing, unexpected)
+
+    def _lazy_shapes(self, state_dict: Any) -> dict[str, tuple[int | str, ...]]:
+        """The shapes that each lazy block below this one accepts for its uninitialised
+        parameters, by state-dict key, given the shapes ``state_dict`` holds."""
+        out: dict[str, tuple[int | str, ...]] = {}
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            lazy = [n for n, p in module._parameters.items() if p is not None and not p.initialized]
+            if not lazy:
+                continue
+            pre = prefix + "." if prefix else ""
+            loaded = {}
+            for name in module._parameters:
+                if pre + name in state_dict:
+                    shape = _value_shape(state_dict[pre + name])
+                    if shape is not None:
+                        loaded[name] = shape
+            for name, shape in module.lazy_parameter_shapes(loaded).items():
+                if name in lazy:
+                    out[pre + name] = shape
+        return out
+
+    def lazy_parameter_shapes(
+        self, loaded: dict[str, tuple[int, ...]]
+    ) -> dict[str, tuple[int | str, ...]]:
+        """For a lazy block: the shape each uninitialised parameter must have when it is
+        loaded, given the shapes being loaded (``loaded``, by parameter name); a string
+        stands for a size not fixed yet (``(3, "in_features")``). By default, none."""
+        return {}
 
     # ------------------------------------------------------------ printing
     def extra_repr(self) -> str:
@@ -449,6 +509,52 @@ class Block:
 
 
 Module = Block
+
+
+def _value_shape(value: Any) -> tuple[int, ...] | None:
+    """The shape of a state-dict value, or None where it has none (checked on conversion)."""
+    try:
+        return _shape_of(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _shape_fits(got: tuple[int, ...], want: tuple[int | str, ...]) -> bool:
+    if len(got) != len(want):
+        return False
+    return all(isinstance(w, str) or g == w for g, w in zip(got, want, strict=True))
+
+
+def _fmt_shape(shape: tuple[int | str, ...]) -> str:
+    inner = ", ".join(str(s) for s in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def _numeric(value: Any) -> Any:
+    """``value`` itself if it is a Tensor or native tensor, else as a NumPy array of numbers;
+    ``TypeError`` for strings, None and other objects (NumPy would take None as NaN)."""
+    if isinstance(value, Tensor):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf" and arr.dtype != _dt.bfloat16.numpy:
+        raise TypeError(
+            f"expected numbers, received {type(value).__name__} of NumPy dtype {arr.dtype}"
+        )
+    return arr
+
+
+def _converted(target: Tensor, value: Any) -> Tensor:
+    """``value`` as a Tensor ready to be written into ``target`` (its backend, device and
+    dtype), without touching ``target``."""
+    bk = target._bk
+    native = bk.tensor_types and isinstance(value, bk.tensor_types)
+    if not native or isinstance(value, np.ndarray):
+        value = _numeric(value)
+    if isinstance(target, UninitializedParameter):
+        return _same_backend(target, value)
+    if isinstance(target, Parameter):
+        return _same_backend(target, value).to(target._dev)
+    return _as_like(target, value)
 
 
 def _as_like(target: Tensor, value: Any) -> Tensor:

@@ -14,6 +14,7 @@ are recorded and run when the layer's first call gives it a shape.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -101,9 +102,10 @@ class Parameter(Tensor):
             self._grad = None
             return None
         cached = self._grad
-        if cached is not None and cached._native is native:
+        if cached is not None and cached._native is native and type(cached) is _Gradient:
             return cached
-        self._grad = t = Tensor(native, self._bk, self._dev, self._dtype)
+        self._grad = t = _Gradient(native, self._bk, self._dev, self._dtype)
+        t._param = self
         return t
 
     @grad.setter
@@ -125,6 +127,26 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        """A new parameter (a new framework variable made by the adapter) with a copy of the
+        values and of the gradient; ``copy.deepcopy`` of a Block keeps tied parameters tied."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        bk, dev = self._bk, self._dev
+        new._bk, new._dev, new._dtype = bk, dev, self._dtype
+        new._grad = None
+        new.requires_grad = self.requires_grad
+        if not self.initialized:
+            new._var = None
+            new._pending = copy.deepcopy(self._pending, memo)
+            return new
+        new._pending = None
+        new._set_variable(_on(bk, dev, bk.make_variable, self._native))
+        grad = self.grad
+        if grad is not None:
+            new.grad = copy.deepcopy(grad, memo)
+        return new
+
     def _move(self, dev: Any) -> None:
         """Move the storage to ``dev`` (a new variable there); the Parameter keeps its identity."""
         dev = as_device(dev)
@@ -135,6 +157,23 @@ class Parameter(Tensor):
         native = bk.to_device(self._native, dev)
         self._dev = dev
         self._set_variable(_on(bk, dev, bk.make_variable, native))
+
+
+class _Gradient(Tensor):
+    """``p.grad`` on a backend with autograd: a write into it (``g[...] = 0``, ``g += 1``)
+    changes the gradient the parameter holds, also where the framework's tensors are
+    immutable (TensorFlow), so optimisers and later reads of ``p.grad`` see it."""
+
+    __slots__ = ("_param",)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        before = self._native
+        super().__setitem__(key, value)
+        p = self._param
+        bk = p._bk
+        # a write that replaced the tensor: store it, unless the gradient changed meanwhile
+        if self._native is not before and p._var is not None and bk.grad(p._var) is before:
+            bk.set_grad(p._var, self._native)
 
 
 def _deferred(*_args: Any) -> NoReturn:
