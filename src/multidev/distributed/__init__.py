@@ -48,15 +48,24 @@ _group: Group | None = None
 
 
 def engine_module(bk: Any) -> Any:
-    """The module ``multidev_<backend>.distributed`` of adapter ``bk`` (what differs per
-    framework), or None where the backend has none (NumPy)."""
-    name = f"multidev_{bk.name}.distributed"
+    """The module ``multidev_<backend>.distributed`` of adapter ``bk`` (or of the backend
+    called ``bk``): what differs per framework; None where the backend has none (NumPy)."""
+    backend = bk if isinstance(bk, str) else bk.name
+    name = f"multidev_{backend}.distributed"
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
-        if e.name not in (name, f"multidev_{bk.name}"):
+        if e.name not in (name, f"multidev_{backend}"):
             raise
         return None
+
+
+def _backend_name() -> str:
+    """The active backend's name, without building its adapter when none is built yet (an
+    engine may need to start before the framework's runtime does: TensorFlow)."""
+    if registry._context.get() is None and registry._global is None:
+        return os.environ.get(registry.ENV, "").strip() or registry.DEFAULT
+    return registry.get_backend()
 
 
 def _env_int(name: str, given: int | None) -> int | None:
@@ -120,12 +129,12 @@ def init_process_group(
             "Expected MASTER_PORT (the rank-0 port) in the environment or as master_port=. "
             "Received: none. `multidev launch` sets it."
         )
-    bk = registry.current()
-    engine = engine_module(bk)
+    name = _backend_name()
+    engine = engine_module(name)
     if engine is None:
         raise BackendError(
             f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
-            f"Received: {bk.name}. Select one with MULTIDEV_BACKEND."
+            f"Received: {name}. Select one with MULTIDEV_BACKEND."
         )
     _group = engine.start(
         rank=rank,

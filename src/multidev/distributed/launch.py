@@ -174,7 +174,7 @@ def launch(
             )
         master_port = free_port(master_addr)
     name = backend or registry.get_backend()
-    engine = engine_module(registry.load(name))
+    engine = engine_module(name)
     if engine is None:
         raise BackendError(
             f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
