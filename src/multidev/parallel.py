@@ -217,7 +217,10 @@ class DataParallel(Block):
                 dst._native = _broadcast_copy(src._bk, src._native, dst._dev)
             rep.train(self.module.training)
             out = rep(*(s[i] for s in shards))
-            outs.append(out.to(devs[0]))
+            if out._dev is not devs[0]:
+                native = _broadcast_copy(out._bk, out._native, devs[0])
+                out = Tensor(native, out._bk, devs[0], out._dtype)
+            outs.append(out)
         return concat(outs, axis=0)
 
     def extra_repr(self) -> str:
