@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--batch {args.batch} must be a multiple of the {world} processes")
     md.manual_seed(rank)  # ranks start apart on purpose: DistributedDataParallel syncs them
 
-    net = nn.Sequential(nn.Linear(20, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 1))
+    dev = dist.device()  # gpu(local_rank) with NCCL, else the CPU
+    net = nn.Sequential(nn.Linear(20, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 1)).to(dev)
     net = dist.DistributedDataParallel(net)
     opt = md.optim.SGD(net.parameters(), lr=args.lr)
     loss_fn = nn.MSELoss()
@@ -56,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
 
     for step in range(args.steps):
         rows = [step * args.batch + i for i in shard]
-        Xb, yb = md.asarray(X[rows]), md.asarray(y[rows])
+        Xb, yb = md.asarray(X[rows], device=dev), md.asarray(y[rows], device=dev)
         with md.autograd.record():
             loss = loss_fn(net(Xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
         if rank == 0:
-            print(f"step {step + 1}/{args.steps} loss {loss.item():.6f} ({world} processes)")
+            print(f"step {step + 1}/{args.steps} loss {loss.item():.6f} ({world} processes, {dev})")
 
     if args.out_dir is not None:
         args.out_dir.mkdir(parents=True, exist_ok=True)

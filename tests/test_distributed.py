@@ -176,3 +176,24 @@ def test_launch_without_an_engine_or_script_is_a_clear_error():
         launch([], nproc_per_node=2)
     with pytest.raises(md.BackendError, match="distributed engine"):
         launch(["x.py"], nproc_per_node=2, backend="numpy")
+
+
+ENGINE_NAME = """
+from multidev import distributed as dist
+
+dist.init_process_group()
+print("engine", dist.group().engine, "device", dist.device())
+dist.barrier()
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(md.num_gpus() < 2, reason="needs two GPUs: num_gpus() < 2")
+@pytest.mark.skipif(BK not in ("torch", "paddle"), reason="NCCL is torch's and paddle's")
+def test_processes_on_gpus_use_nccl_one_gpu_each(tmp_path):
+    script = tmp_path / "engine.py"
+    script.write_text(ENGINE_NAME)
+    res = _launch([str(script)])
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "engine nccl device gpu:0" in out and "engine nccl device gpu:1" in out

@@ -37,9 +37,11 @@ __all__ = [
     "barrier",
     "broadcast",
     "destroy_process_group",
+    "device",
     "get_local_rank",
     "get_rank",
     "get_world_size",
+    "group",
     "init_process_group",
     "is_initialized",
 ]
@@ -153,7 +155,9 @@ def is_initialized() -> bool:
 
 
 def group() -> Group:
-    """The process group; raises DistributedError before ``init_process_group()``."""
+    """The process group (its ``engine`` name; the native object where one exists:
+    ``strategy`` on TensorFlow, ``kv`` on MXNet); raises DistributedError before
+    ``init_process_group()``."""
     if _group is None:
         raise DistributedError(
             "Expected md.distributed.init_process_group() to run first. Received: a call that "
