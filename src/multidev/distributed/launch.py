@@ -49,10 +49,10 @@ class Proc:
 def _describe(code: int) -> str:
     if code < 0:
         try:
-            return f"killed by signal {signal.Signals(-code).name}"
+            return f"was killed by signal {signal.Signals(-code).name}"
         except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
@@ -226,7 +226,7 @@ def _watch(
             who = proc.label.strip() or "the framework launcher"
             with lock:
                 out.write(
-                    f"multidev launch: {who} ended with {_describe(popen.returncode)}; "
+                    f"multidev launch: {who} {_describe(popen.returncode)}; "
                     "stopping the other processes.\n"
                 )
                 out.flush()
