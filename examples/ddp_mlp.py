@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=16, help="global batch size")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="gradient bucket size")
     ap.add_argument("--out-dir", type=Path, default=None)
     args = ap.parse_args(argv)
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     dev = dist.device()  # gpu(local_rank) with NCCL, else the CPU
     net = nn.Sequential(nn.Linear(20, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 1)).to(dev)
-    net = dist.DistributedDataParallel(net)
+    net = dist.DistributedDataParallel(net, bucket_cap_mb=args.bucket_cap_mb)
     opt = md.optim.SGD(net.parameters(), lr=args.lr)
     loss_fn = nn.MSELoss()
     shard = list(dist.DistributedSampler(range(args.batch), shuffle=False))

@@ -103,7 +103,9 @@ def test_two_processes_on_half_batches_end_like_one_on_the_whole_batch(tmp_path,
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
     assert _example().main(["--out-dir", str(tmp_path / "one")]) == 0
-    res = _launch(["examples/ddp_mlp.py", "--out-dir", str(tmp_path / "two")])
+    # 1 KiB buckets: the first layer's weight alone, then the rest (several all-reduces a step)
+    args = ["--bucket-cap-mb", str(1 / 1024), "--out-dir", str(tmp_path / "two")]
+    res = _launch(["examples/ddp_mlp.py", *args])
     assert res.returncode == 0, res.stdout + res.stderr
     one = np.load(tmp_path / "one" / "rank0.npz")
     for rank in (0, 1):
