@@ -39,7 +39,9 @@ class MXNetGroup(Group):
     value) then a pull into the same array. Ranks are the kvstore's own numbering."""
 
     def __init__(self, kv: Any, local_rank: int) -> None:
-        super().__init__(kv.rank, kv.num_workers, local_rank, Device("cpu", 0))
+        gpu = local_rank < mx.context.num_gpus()
+        device = Device("gpu", local_rank) if gpu else Device("cpu", 0)
+        super().__init__(kv.rank, kv.num_workers, local_rank, device)
         self.engine = kv.type
         self.kv = kv
         self._key = _Keys(kv)

@@ -27,8 +27,16 @@ class TFGroup(Group):
 
     engine = "MultiWorkerMirroredStrategy"
 
-    def __init__(self, strategy: Any, rank: int, world_size: int, local_rank: int, timeout: float):
-        super().__init__(rank, world_size, local_rank, Device("cpu", 0))
+    def __init__(
+        self,
+        strategy: Any,
+        rank: int,
+        world_size: int,
+        local_rank: int,
+        device: Device,
+        timeout: float,
+    ):
+        super().__init__(rank, world_size, local_rank, device)
         self.strategy = strategy
         self._options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
         options = self._options
@@ -79,6 +87,16 @@ def start(
         raise ValueError(
             f"Expected backend None, 'ring', 'auto' or 'nccl' on TensorFlow. Received: {backend!r}"
         )
+    gpus = tf.config.list_physical_devices("GPU")
+    device = Device("cpu", 0)
+    if gpus:  # one GPU per worker: the local rank's, seen as /GPU:0
+        if local_rank >= len(gpus):
+            raise DistributedError(
+                f"Expected a GPU for local rank {local_rank}. Received: {len(gpus)} GPUs on this "
+                "machine. Start at most one process per GPU."
+            )
+        tf.config.set_visible_devices(gpus[local_rank], "GPU")
+        device = Device("gpu", 0)
     if "TF_CONFIG" not in os.environ:
         workers = [f"{master_addr}:{master_port + i}" for i in range(world_size)]
         os.environ["TF_CONFIG"] = _tf_config(workers, rank)
@@ -105,7 +123,7 @@ def start(
             f"{ctx.task_id} with {strategy.num_replicas_in_sync} replicas. Set RANK and "
             "WORLD_SIZE to match TF_CONFIG, or leave TF_CONFIG unset."
         )
-    return TFGroup(strategy, rank, world_size, local_rank, timeout)
+    return TFGroup(strategy, rank, world_size, local_rank, device, timeout)
 
 
 def worker_envs(
