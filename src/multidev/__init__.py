@@ -4,7 +4,7 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, compat, cuda, data, nn, optim
+from . import autograd, compat, cuda, data, distributed, nn, optim, parallel
 from .autograd import no_grad
 from .checkpoint import load, save
 from .compat import FloatTensor, allclose, cat, mm, randint, randperm
@@ -140,6 +140,7 @@ __all__ = [
     "default_device",
     "device",
     "devices",
+    "distributed",
     "divide",
     "equal",
     "exp",
@@ -178,6 +179,7 @@ __all__ = [
     "ones",
     "ones_like",
     "optim",
+    "parallel",
     "permute_dims",
     "pow",
     "prod",

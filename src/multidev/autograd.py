@@ -25,7 +25,15 @@ from . import registry
 from .errors import AutogradError
 from .tensor import Tensor
 
-__all__ = ["autograd_backends", "backward", "is_recording", "no_grad", "paused", "record"]
+__all__ = [
+    "autograd_backends",
+    "backward",
+    "is_recording",
+    "no_grad",
+    "paused",
+    "record",
+    "register_post_backward_hook",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +45,31 @@ _active: contextvars.ContextVar[tuple[tuple[Any, Any], ...]] = contextvars.Conte
 _last: contextvars.ContextVar[MappingProxyType] = contextvars.ContextVar(
     "multidev_last_recording", default=MappingProxyType({})
 )
+
+#: id -> hook(adapter) run after every successful backward(), in registration order
+_post_backward: dict[int, Callable[[Any], None]] = {}
+
+
+class _HookHandle:
+    __slots__ = ("_key",)
+
+    def __init__(self, key: int) -> None:
+        self._key = key
+
+    def remove(self) -> None:
+        """Stop calling the hook."""
+        _post_backward.pop(self._key, None)
+
+
+def register_post_backward_hook(hook: Callable[[Any], None]) -> _HookHandle:
+    """Call ``hook(adapter)`` after every ``backward()`` that wrote gradients (how
+    ``md.distributed.DistributedDataParallel`` averages them across processes). Returns a
+    handle whose ``remove()`` unregisters it."""
+    key = id(hook)
+    while key in _post_backward:
+        key += 1
+    _post_backward[key] = hook
+    return _HookHandle(key)
 
 
 class record:
@@ -218,3 +251,5 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
         )
     if from_last and rec is not None and not retain_graph:
         _last.set(MappingProxyType({b: r for b, r in last.items() if b is not bk}))
+    for hook in list(_post_backward.values()):
+        hook(bk)

@@ -1,4 +1,4 @@
-"""``multidev info | conformance | demo``."""
+"""``multidev info | conformance | demo | launch``."""
 
 from __future__ import annotations
 
@@ -109,6 +109,21 @@ def demo(args: argparse.Namespace) -> int:
     return _demo.main() or 0
 
 
+def launch(args: argparse.Namespace) -> int:
+    """Start the workers of a data-parallel job (see ``multidev.distributed.launch``)."""
+    from .distributed.launch import launch as _launch
+
+    return _launch(
+        [args.script, *args.script_args],
+        nproc_per_node=args.nproc_per_node,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        master_addr=args.master_addr,
+        master_port=args.master_port,
+        backend=args.backend,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="multidev", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -122,6 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     c.set_defaults(fn=conformance)
     sub.add_parser("demo", help="the d2l chapter tour on the active backend").set_defaults(fn=demo)
+    la = sub.add_parser(
+        "launch",
+        help="run a script as N worker processes per machine (md.distributed)",
+        description="Run SCRIPT as --nproc-per-node workers of this machine, through the "
+        "backend's own launcher where it has one; lines are prefixed with the rank; exits 1 "
+        "(stopping the others) when a worker fails.",
+    )
+    la.add_argument("--nproc-per-node", type=int, default=1, help="workers on this machine")
+    la.add_argument("--nnodes", type=int, default=1, help="machines in the job")
+    la.add_argument("--node-rank", type=int, default=0, help="this machine's index")
+    la.add_argument("--master-addr", default="127.0.0.1", help="address of node 0")
+    la.add_argument("--master-port", type=int, default=0, help="port on node 0 (0: a free one)")
+    la.add_argument("--backend", help="backend to run (default: MULTIDEV_BACKEND)")
+    la.add_argument("script", help="the training script")
+    la.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
+    la.set_defaults(fn=launch)
     args = p.parse_args(argv)
     return args.fn(args)
 

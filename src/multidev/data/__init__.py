@@ -3,7 +3,16 @@ with PyTorch's names and arguments. Batches are Tensors on the default device (o
 ``device=``); a seeded shuffle gives the same batches on every backend; the loader's position
 is in its ``state_dict()`` so that a run resumes mid-epoch."""
 
+from ..distributed.sampler import DistributedSampler
 from .dataset import Dataset, Subset, TensorDataset, random_split
 from .loader import DataLoader, default_collate
 
-__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
+__all__ = [
+    "DataLoader",
+    "Dataset",
+    "DistributedSampler",
+    "Subset",
+    "TensorDataset",
+    "default_collate",
+    "random_split",
+]

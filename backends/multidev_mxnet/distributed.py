@@ -1,0 +1,127 @@
+"""What differs on MXNet for ``md.distributed`` and ``md.parallel``: the ``dist_sync``
+kvstore (its scheduler and server processes started by ``multidev launch`` from the
+``DMLC_*`` variables), and the ``device`` kvstore for sums across one process's contexts."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import mxnet as mx
+
+from multidev.device import Device
+from multidev.distributed.group import DistributedError, Group
+from multidev.distributed.launch import Proc
+
+__all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
+
+
+class _Keys:
+    """One kvstore key per (shape, dtype), initialised the first time it is used (a
+    collective on ``dist_sync``: every rank uses the same shapes in the same order)."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv = kv
+        self.keys: dict[tuple, str] = {}
+
+    def __call__(self, x: Any) -> str:
+        sig = (tuple(x.shape), str(x.dtype))
+        key = self.keys.get(sig)
+        if key is None:
+            key = self.keys[sig] = f"multidev{len(self.keys)}"
+            self.kv.init(key, mx.nd.zeros(x.shape, ctx=x.ctx, dtype=x.dtype))
+        return key
+
+
+class MXNetGroup(Group):
+    """A ``dist_sync`` kvstore: an all-reduce is a push (the server sums every worker's
+    value) then a pull into the same array. Ranks are the kvstore's own numbering."""
+
+    def __init__(self, kv: Any, local_rank: int) -> None:
+        gpu = local_rank < mx.context.num_gpus()
+        device = Device("gpu", local_rank) if gpu else Device("cpu", 0)
+        super().__init__(kv.rank, kv.num_workers, local_rank, device)
+        self.engine = kv.type
+        self.kv = kv
+        self._key = _Keys(kv)
+
+    def all_reduce(self, x: Any) -> Any:
+        nd = x.as_nd_ndarray()
+        self.kv.pushpull(self._key(nd), nd, out=nd)
+        return x
+
+    def barrier(self) -> None:
+        self.kv._barrier()
+
+
+def _dmlc(master_addr: str, master_port: int, world_size: int) -> dict[str, str]:
+    return {
+        "DMLC_PS_ROOT_URI": master_addr,
+        "DMLC_PS_ROOT_PORT": str(master_port),
+        "DMLC_NUM_SERVER": "1",
+        "DMLC_NUM_WORKER": str(world_size),
+    }
+
+
+def start(
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    master_addr: str,
+    master_port: int,
+    backend: str | None,
+    timeout: float,
+) -> MXNetGroup:
+    """Join the job as a ``dist_sync`` kvstore worker (the scheduler at
+    ``master_addr:master_port`` and one server must be running: ``multidev launch`` starts
+    them)."""
+    kind = backend or "dist_sync"
+    if kind not in ("dist_sync", "dist_sync_device"):
+        raise ValueError(
+            f"Expected backend 'dist_sync' or 'dist_sync_device' on MXNet. Received: {kind!r}"
+        )
+    os.environ.update(_dmlc(master_addr, master_port, world_size), DMLC_ROLE="worker")
+    try:
+        kv = mx.kv.create(kind)
+    except mx.base.MXNetError as e:
+        raise DistributedError(
+            f"Expected MXNet's scheduler at {master_addr}:{master_port}. Received: {e}. Start "
+            "the workers with `multidev launch`, which starts the scheduler and the server."
+        ) from e
+    if kv.num_workers != world_size:
+        raise DistributedError(
+            f"Expected {world_size} workers. Received: a kvstore with {kv.num_workers}. Give "
+            "every worker the same WORLD_SIZE."
+        )
+    return MXNetGroup(kv, local_rank)
+
+
+def helper_processes(
+    *, nnodes: int, node_rank: int, world_size: int, master_addr: str, master_port: int
+) -> list[Proc]:
+    """The scheduler and the server, on node 0 (a process that imports MXNet with
+    ``DMLC_ROLE`` scheduler or server runs that role until the workers finish)."""
+    if node_rank != 0:
+        return []
+    env = _dmlc(master_addr, master_port, world_size)
+    cmd = [sys.executable, "-c", "import mxnet"]
+    return [
+        Proc("[scheduler] ", cmd, {**env, "DMLC_ROLE": "scheduler"}, worker=False),
+        Proc("[server] ", cmd, {**env, "DMLC_ROLE": "server"}, worker=False),
+    ]
+
+
+_device_keys: _Keys | None = None
+
+
+def device_allreduce(natives: list[Any], devices: list[Device]) -> list[Any]:
+    """Sum arrays on several contexts of this process into each of them, with the
+    ``device`` kvstore (MXNet's own reduce and broadcast across contexts)."""
+    global _device_keys
+    if _device_keys is None:
+        _device_keys = _Keys(mx.kv.create("device"))
+    nds = [x.as_nd_ndarray() for x in natives]
+    _device_keys.kv.pushpull(_device_keys(nds[0]), nds, out=nds)
+    return natives

@@ -1,0 +1,86 @@
+"""What differs on Paddle for ``md.distributed``: ``paddle.distributed`` (gloo on CPU, NCCL
+on GPU), configured through the ``PADDLE_*`` variables ``init_parallel_env`` reads."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import paddle
+import paddle.distributed as pdist
+
+from multidev.device import Device
+from multidev.distributed.group import DistributedError, Group
+
+__all__ = ["PaddleGroup", "start"]
+
+
+class PaddleGroup(Group):
+    """Paddle's default process group; collectives work in place on Paddle tensors."""
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, device: Device, engine: str):
+        super().__init__(rank, world_size, local_rank, device)
+        self.engine = engine
+
+    def all_reduce(self, x: Any) -> Any:
+        if self.world_size > 1:
+            pdist.all_reduce(x, op=pdist.ReduceOp.SUM)
+        return x
+
+    def broadcast(self, x: Any, src: int) -> Any:
+        if self.world_size > 1:
+            pdist.broadcast(x, src=src)
+        return x
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            pdist.barrier()
+
+
+def start(
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    master_addr: str,
+    master_port: int,
+    backend: str | None,
+    timeout: float,
+) -> PaddleGroup:
+    """Join the group through ``paddle.distributed.init_parallel_env`` (its TCP store at
+    ``master_addr:master_port``)."""
+    gpus = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
+    engine = backend or ("nccl" if local_rank < gpus else "gloo")
+    if engine not in ("gloo", "nccl"):
+        raise ValueError(f"Expected backend 'gloo' or 'nccl' on paddle. Received: {engine!r}")
+    if engine == "nccl" and local_rank >= gpus:
+        raise DistributedError(
+            f"Expected a GPU for local rank {local_rank} with NCCL. Received: {gpus} GPUs on "
+            "this machine. Start at most one process per GPU, or use backend='gloo'."
+        )
+    device = Device("gpu", local_rank) if engine == "nccl" else Device("cpu", 0)
+    endpoints = [f"{master_addr}:{master_port + i}" for i in range(world_size)]
+    os.environ.update(
+        PADDLE_TRAINER_ID=str(rank),
+        PADDLE_TRAINERS_NUM=str(world_size),
+        PADDLE_TRAINER_ENDPOINTS=",".join(endpoints),
+        PADDLE_CURRENT_ENDPOINT=endpoints[rank],
+        PADDLE_DISTRI_BACKEND=engine,
+        PADDLE_RANK_IN_NODE=str(local_rank),
+        MASTER_ADDR=master_addr,
+        MASTER_PORT=str(master_port),
+        FLAGS_stop_check_timeout=str(max(1, int(timeout))),
+    )
+    if engine == "nccl":
+        os.environ.update(FLAGS_selected_gpus=str(local_rank))
+        paddle.set_device(f"gpu:{local_rank}")
+    if world_size > 1:
+        try:
+            pdist.init_parallel_env()
+        except (RuntimeError, ValueError, AssertionError) as e:
+            raise DistributedError(
+                f"Expected all {world_size} ranks to meet at {master_addr}:{master_port} within "
+                f"{timeout:g} s. Received: {e}. Check that every worker was started with the "
+                "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE."
+            ) from e
+    return PaddleGroup(rank, world_size, local_rank, device, engine)

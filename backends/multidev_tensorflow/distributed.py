@@ -1,0 +1,144 @@
+"""What differs on TensorFlow for ``md.distributed`` and ``md.parallel``: the collectives of
+``tf.distribute.MultiWorkerMirroredStrategy`` (configured through ``TF_CONFIG``), and a
+recorded cross-device copy (``tf.identity``; the adapter's CPU copy is not differentiable)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import tensorflow as tf
+
+from multidev.device import Device
+from multidev.distributed.group import DistributedError, Group
+
+__all__ = ["TFGroup", "recorded_copy", "start", "worker_envs"]
+
+
+def recorded_copy(x: Any, native_device: Any) -> Any:
+    """``x`` copied to ``native_device`` by an op a GradientTape differentiates."""
+    with tf.device(native_device):
+        return tf.identity(x)
+
+
+class TFGroup(Group):
+    """The collectives of a ``MultiWorkerMirroredStrategy`` with one replica per worker."""
+
+    engine = "MultiWorkerMirroredStrategy"
+
+    def __init__(
+        self,
+        strategy: Any,
+        rank: int,
+        world_size: int,
+        local_rank: int,
+        device: Device,
+        timeout: float,
+    ):
+        super().__init__(rank, world_size, local_rank, device)
+        self.strategy = strategy
+        self._options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
+        options = self._options
+
+        def replica_sum(x):
+            ctx = tf.distribute.get_replica_context()
+            # a copy on the replica's device: the reduction's destination
+            return ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(x), options=options)
+
+        @tf.function(reduce_retracing=True)
+        def reduce(x):
+            return strategy.run(replica_sum, args=(x,))
+
+        self._reduce = reduce
+
+    def all_reduce(self, x: Any) -> Any:
+        try:
+            out = self._reduce(tf.convert_to_tensor(x))
+        except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
+            raise DistributedError(
+                f"Expected all {self.world_size} workers to take part in the all-reduce. "
+                f"Received: {type(e).__name__} on rank {self.rank} (a worker stopped or is too "
+                "slow). Check the other workers' output."
+            ) from e
+        return self.strategy.experimental_local_results(out)[0]
+
+    def barrier(self) -> None:
+        self.all_reduce(tf.zeros((1,), tf.float32))
+
+
+def _tf_config(addresses: list[str], rank: int) -> str:
+    return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": rank}})
+
+
+def start(
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    master_addr: str,
+    master_port: int,
+    backend: str | None,
+    timeout: float,
+) -> TFGroup:
+    """Start the collectives. ``TF_CONFIG`` from the environment if set, else workers at
+    ``master_addr:master_port + rank`` (one machine)."""
+    if backend not in (None, "ring", "auto", "nccl"):
+        raise ValueError(
+            f"Expected backend None, 'ring', 'auto' or 'nccl' on TensorFlow. Received: {backend!r}"
+        )
+    gpus = tf.config.list_physical_devices("GPU")
+    device = Device("cpu", 0)
+    if gpus:  # one GPU per worker: the local rank's, seen as /GPU:0
+        if local_rank >= len(gpus):
+            raise DistributedError(
+                f"Expected a GPU for local rank {local_rank}. Received: {len(gpus)} GPUs on this "
+                "machine. Start at most one process per GPU."
+            )
+        tf.config.set_visible_devices(gpus[local_rank], "GPU")
+        device = Device("gpu", 0)
+    if "TF_CONFIG" not in os.environ:
+        workers = [f"{master_addr}:{master_port + i}" for i in range(world_size)]
+        os.environ["TF_CONFIG"] = _tf_config(workers, rank)
+    impl = {
+        None: tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+    }[backend]
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=impl, timeout_seconds=timeout
+    )
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except (RuntimeError, ValueError) as e:
+        raise DistributedError(
+            f"Expected to configure TensorFlow's collectives before anything else ran. "
+            f"Received: {e}. Call md.distributed.init_process_group() first in the script."
+        ) from e
+    ctx = strategy.cluster_resolver
+    if ctx.task_id != rank or strategy.num_replicas_in_sync != world_size:
+        raise DistributedError(
+            f"Expected TF_CONFIG to describe rank {rank} of {world_size}. Received: task "
+            f"{ctx.task_id} with {strategy.num_replicas_in_sync} replicas. Set RANK and "
+            "WORLD_SIZE to match TF_CONFIG, or leave TF_CONFIG unset."
+        )
+    return TFGroup(strategy, rank, world_size, local_rank, device, timeout)
+
+
+def worker_envs(
+    *, nproc_per_node: int, nnodes: int, node_rank: int, master_addr: str, master_port: int
+) -> list[dict[str, str]]:
+    """``TF_CONFIG`` for each worker of this node: rank 0 at ``master_port``, the others on
+    free ports of the same machine."""
+    from multidev.distributed.launch import free_port
+
+    if nnodes > 1:
+        raise DistributedError(
+            "Expected one machine for TensorFlow under `multidev launch`. Received: --nnodes "
+            f"{nnodes}. On several machines, start each worker with its own TF_CONFIG "
+            "(every worker's host:port) and RANK/WORLD_SIZE, then run the script directly."
+        )
+    ports = [master_port] + [free_port(master_addr) for _ in range(nproc_per_node - 1)]
+    workers = [f"{master_addr}:{p}" for p in ports]
+    return [{"TF_CONFIG": _tf_config(workers, r)} for r in range(nproc_per_node)]

@@ -1,0 +1,114 @@
+"""What differs on PyTorch for ``md.distributed``: ``torch.distributed`` (gloo on CPU, NCCL on
+GPU) and torchrun as the launcher."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from multidev.device import Device
+from multidev.distributed.group import DistributedError, Group
+
+__all__ = ["TorchGroup", "framework_launcher", "start"]
+
+
+class TorchGroup(Group):
+    """A ``torch.distributed`` process group; collectives work in place on torch tensors."""
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, device: Device, engine: str):
+        super().__init__(rank, world_size, local_rank, device)
+        self.engine = engine
+
+    def all_reduce(self, x: Any) -> Any:
+        x = x if x.is_contiguous() else x.contiguous()
+        dist.all_reduce(x, op=dist.ReduceOp.SUM)
+        return x
+
+    def broadcast(self, x: Any, src: int) -> Any:
+        x = x if x.is_contiguous() else x.contiguous()
+        dist.broadcast(x, src=src)
+        return x
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def start(
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    master_addr: str,
+    master_port: int,
+    backend: str | None,
+    timeout: float,
+) -> TorchGroup:
+    """Join the group through ``torch.distributed.init_process_group`` (``env://``)."""
+    gpus = torch.cuda.device_count()
+    engine = backend or ("nccl" if local_rank < gpus else "gloo")
+    if engine not in ("gloo", "nccl"):
+        raise ValueError(f"Expected backend 'gloo' or 'nccl' on torch. Received: {engine!r}")
+    if engine == "nccl":
+        if local_rank >= gpus:
+            raise DistributedError(
+                f"Expected a GPU for local rank {local_rank} with NCCL. Received: {gpus} GPUs "
+                "on this machine. Start at most one process per GPU, or use backend='gloo'."
+            )
+        torch.cuda.set_device(local_rank)
+        device = Device("gpu", local_rank)
+    else:
+        device = Device("cpu", 0)
+    os.environ["MASTER_ADDR"] = master_addr
+    os.environ["MASTER_PORT"] = str(master_port)
+    try:
+        dist.init_process_group(
+            engine,
+            init_method="env://",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=timeout),
+        )
+    except (RuntimeError, ValueError) as e:
+        raise DistributedError(
+            f"Expected all {world_size} ranks to meet at {master_addr}:{master_port} within "
+            f"{timeout:g} s. Received: {e}. Check that every worker was started with the "
+            "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE."
+        ) from e
+    return TorchGroup(rank, world_size, local_rank, device, engine)
+
+
+def framework_launcher(
+    *,
+    nproc_per_node: int,
+    nnodes: int,
+    node_rank: int,
+    master_addr: str,
+    master_port: int,
+    log_dir: str,
+    argv: list[str],
+) -> list[str]:
+    """The torchrun command that starts this node's workers (console lines prefixed with
+    ``[default<rank>]:``, every worker stopped when one fails)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc_per_node}",
+        f"--nnodes={nnodes}",
+        f"--node-rank={node_rank}",
+        f"--master-addr={master_addr}",
+        f"--master-port={master_port}",
+        "--max-restarts=0",
+        f"--log-dir={log_dir}",
+        "--tee=3",
+        *argv,
+    ]

@@ -1,0 +1,235 @@
+"""Several processes (one per device, on one or several machines), each framework's own engine.
+
+``init_process_group()`` reads what the launcher (``multidev launch``, torchrun, …) put in the
+environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``) and
+starts the active backend's engine: ``torch.distributed`` (gloo on CPU, NCCL on GPU),
+TensorFlow's ``MultiWorkerMirroredStrategy`` collectives (``TF_CONFIG``), ``paddle.distributed``
+(gloo on CPU, NCCL on GPU), MXNet's ``dist_sync`` kvstore. multidev adds no communication of
+its own: ``all_reduce``, ``broadcast`` and ``barrier`` are the engine's. Without any launcher
+variable, the process is rank 0 of 1 and every collective returns its input.
+
+``DistributedDataParallel(net)`` is the one-line change from single-process training: it
+checks that every rank built the same model, copies rank 0's parameters to every rank, and
+after each ``loss.backward()`` averages the gradients across ranks (flattened into buckets,
+one engine all-reduce per bucket). ``DistributedSampler`` gives each rank its shard of a
+dataset. What differs per framework lives in ``multidev_<backend>.distributed``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from .. import registry
+from ..device import Device
+from ..errors import BackendError
+from ..tensor import Tensor
+from .ddp import DistributedDataParallel
+from .group import DistributedError, Group, LocalGroup
+from .sampler import DistributedSampler
+
+__all__ = [
+    "DistributedDataParallel",
+    "DistributedError",
+    "DistributedSampler",
+    "all_reduce",
+    "barrier",
+    "broadcast",
+    "destroy_process_group",
+    "device",
+    "get_local_rank",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "is_initialized",
+]
+
+_group: Group | None = None
+
+
+def engine_module(bk: Any) -> Any:
+    """The module ``multidev_<backend>.distributed`` of adapter ``bk`` (or of the backend
+    called ``bk``): what differs per framework; None where the backend has none (NumPy)."""
+    backend = bk if isinstance(bk, str) else bk.name
+    name = f"multidev_{backend}.distributed"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name not in (name, f"multidev_{backend}"):
+            raise
+        return None
+
+
+def _backend_name() -> str:
+    """The active backend's name, without building its adapter when none is built yet (an
+    engine may need to start before the framework's runtime does: TensorFlow)."""
+    if registry._context.get() is None and registry._global is None:
+        return os.environ.get(registry.ENV, "").strip() or registry.DEFAULT
+    return registry.get_backend()
+
+
+def _env_int(name: str, given: int | None) -> int | None:
+    if given is not None:
+        return int(given)
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise DistributedError(
+            f"Expected an integer in the environment variable {name}. Received: {value!r}. "
+            "Start the workers with `multidev launch` or torchrun, which set it."
+        ) from None
+
+
+def init_process_group(
+    backend: str | None = None,
+    *,
+    rank: int | None = None,
+    world_size: int | None = None,
+    local_rank: int | None = None,
+    master_addr: str | None = None,
+    master_port: int | None = None,
+    timeout: float = 60.0,
+) -> None:
+    """Join the group of worker processes through the active backend's engine.
+
+    Arguments default to the launcher's environment (``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). ``backend`` picks the engine's
+    transport where it has several (``"gloo"`` or ``"nccl"`` on torch and paddle; default:
+    NCCL when this process has a GPU, else gloo). ``timeout`` (seconds) bounds every wait
+    for the other ranks where the engine allows it. Call it first thing in the script
+    (TensorFlow must configure its collectives before other work). Raises DistributedError
+    when called twice or with an inconsistent rank and world size, BackendError on a
+    backend without an engine.
+    """
+    global _group
+    if _group is not None:
+        raise DistributedError(
+            "Expected init_process_group() once per process. Received: a second call. "
+            "Call destroy_process_group() first to start a new group."
+        )
+    rank = _env_int("RANK", rank)
+    world = _env_int("WORLD_SIZE", world_size)
+    local = _env_int("LOCAL_RANK", local_rank)
+    if world is None and rank is None:
+        _group = LocalGroup()
+        return
+    if world is None or rank is None or not 0 <= rank < world:
+        raise DistributedError(
+            f"Expected a rank in [0, world_size). Received: rank={rank}, world_size={world}. "
+            "Start the workers with `multidev launch --nproc-per-node N script.py`, or pass "
+            "both rank= and world_size=."
+        )
+    addr = master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+    port = _env_int("MASTER_PORT", master_port)
+    if port is None:
+        raise DistributedError(
+            "Expected MASTER_PORT (the rank-0 port) in the environment or as master_port=. "
+            "Received: none. `multidev launch` sets it."
+        )
+    name = _backend_name()
+    engine = engine_module(name)
+    if engine is None:
+        raise BackendError(
+            f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
+            f"Received: {name}. Select one with MULTIDEV_BACKEND."
+        )
+    _group = engine.start(
+        rank=rank,
+        world_size=world,
+        local_rank=rank if local is None else local,
+        master_addr=addr,
+        master_port=port,
+        backend=backend,
+        timeout=float(timeout),
+    )
+
+
+def is_initialized() -> bool:
+    """Whether ``init_process_group()`` ran (and ``destroy_process_group()`` did not)."""
+    return _group is not None
+
+
+def group() -> Group:
+    """The process group (its ``engine`` name; the native object where one exists:
+    ``strategy`` on TensorFlow, ``kv`` on MXNet); raises DistributedError before
+    ``init_process_group()``."""
+    if _group is None:
+        raise DistributedError(
+            "Expected md.distributed.init_process_group() to run first. Received: a call that "
+            "needs the process group before it. Call init_process_group() at the start of "
+            "the script."
+        )
+    return _group
+
+
+def get_rank() -> int:
+    """This process's rank in [0, world_size) (the engine's own numbering)."""
+    return group().rank
+
+
+def get_world_size() -> int:
+    """The number of processes in the group."""
+    return group().world_size
+
+
+def get_local_rank() -> int:
+    """This process's index among the processes on its machine (which GPU it uses)."""
+    return group().local_rank
+
+
+def device() -> Device:
+    """The device this rank computes on (``gpu(local_rank)`` with NCCL, else the CPU)."""
+    return group().device
+
+
+def barrier() -> None:
+    """Wait until every rank reaches this point (bounded by the group's timeout where the
+    engine allows it)."""
+    group().barrier()
+
+
+def _check_tensor(t: Any, what: str) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Expected an md.Tensor for {what}. Received: {type(t).__name__}")
+    return t
+
+
+def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
+    """Sum (``op="sum"``) or average (``op="mean"``) ``tensor`` over every rank; the result
+    is written into ``tensor`` and returned. Every rank must call it with the same shape."""
+    t = _check_tensor(tensor, "all_reduce")
+    if op not in ("sum", "mean"):
+        raise ValueError(f"Expected op 'sum' or 'mean'. Received: {op!r}")
+    g = group()
+    native = g.all_reduce(t._native)
+    out = Tensor(native, t._bk, t._dev, t._dtype)
+    if op == "mean":
+        out = out / g.world_size
+    if out._native is not t._native:
+        t[...] = out
+    return t
+
+
+def broadcast(tensor: Tensor, src: int = 0) -> Tensor:
+    """Copy rank ``src``'s values of ``tensor`` into ``tensor`` on every rank; returns it."""
+    t = _check_tensor(tensor, "broadcast")
+    g = group()
+    if not 0 <= src < g.world_size:
+        raise ValueError(f"Expected src in [0, {g.world_size}). Received: {src}")
+    native = g.broadcast(t._native, src)
+    if native is not t._native:
+        t[...] = Tensor(native, t._bk, t._dev, t._dtype)
+    return t
+
+
+def destroy_process_group() -> None:
+    """Leave the group and release the engine's resources."""
+    global _group
+    g, _group = _group, None
+    if g is not None:
+        g.close()

@@ -1,0 +1,144 @@
+"""``DistributedDataParallel``: one model per process, gradients averaged across processes."""
+
+from __future__ import annotations
+
+import weakref
+import zlib
+from typing import Any
+
+import numpy as np
+
+from .. import autograd
+from ..nn.module import Block
+from ..ops import concat, reshape
+from ..tensor import Tensor
+from .group import DistributedError
+
+__all__ = ["DistributedDataParallel"]
+
+
+def _signature(named: list[tuple[str, Any]]) -> tuple[np.ndarray, str]:
+    """A small float32 fingerprint of the parameters' names, shapes and dtypes (values below
+    256, so sums of them over ranks are exact on every engine), and its text."""
+    text = "; ".join(f"{n} {tuple(p.shape)} {p.dtype.name}" for n, p in named)
+    crc = zlib.crc32(text.encode())
+    digits = [(crc >> s) & 0xFF for s in (0, 8, 16, 24)] + [len(named) % 256]
+    v = np.array(digits, dtype=np.float32)
+    return np.concatenate([v, v * v]), text
+
+
+class DistributedDataParallel(Block):
+    """Train ``net`` in every process of the group: ``net = DistributedDataParallel(net)``.
+
+    At construction it checks that every rank built the same parameters (names, shapes,
+    dtypes; else DistributedError on every rank) and copies rank 0's values to all ranks.
+    Calling it runs ``net``. After each ``loss.backward()`` on its backend it replaces every
+    parameter's gradient by the average over ranks: gradients are flattened into buckets of
+    at most ``bucket_cap_mb`` MiB, one engine all-reduce per bucket (a parameter without a
+    gradient contributes zeros). Each rank should see a different shard of every batch
+    (``DistributedSampler``); the optimiser then makes the same step on every rank.
+    """
+
+    def __init__(self, net: Block, bucket_cap_mb: float = 25.0) -> None:
+        from . import group
+
+        super().__init__()
+        if not isinstance(net, Block):
+            raise TypeError(f"Expected an nn.Block. Received: {type(net).__name__}")
+        g = group()
+        named = list(net.named_parameters())
+        for name, p in named:
+            if not p.initialized:
+                raise ValueError(
+                    f"Expected parameters with shapes. Received: {name!r} of a lazy layer "
+                    "without one. Run one forward pass (net(X)) before DistributedDataParallel."
+                )
+        self.module = net
+        self.__dict__["_group"] = g
+        self.__dict__["_params"] = [p for _, p in named if p.requires_grad]
+        self.__dict__["_cap"] = max(1, int(bucket_cap_mb * 2**20))
+        self._check_same_model(named)
+        self._broadcast_parameters()
+        ref = weakref.ref(self)
+
+        def hook(bk: Any) -> None:
+            ddp = ref()
+            if ddp is not None and ddp._params and ddp._params[0]._bk is bk:
+                ddp.average_gradients()
+
+        self.__dict__["_hook"] = autograd.register_post_backward_hook(hook)
+        weakref.finalize(self, self._hook.remove)
+
+    def _check_same_model(self, named: list[tuple[str, Any]]) -> None:
+        g = self._group
+        if g.world_size == 1:
+            return
+        mine, text = _signature(named)
+        from ..creation import asarray
+
+        expected = mine * g.world_size
+        probe = asarray(mine.copy(), device=g.device)
+        total = np.asarray(Tensor(g.all_reduce(probe._native), probe._bk, g.device, probe._dtype))
+        if not np.array_equal(total, expected):
+            raise DistributedError(
+                "Expected every rank to build the same model. Received: ranks whose parameters "
+                f"differ in names, shapes or dtypes; rank {g.rank} has {len(named)} "
+                f"parameters: {text}. Build the model identically on every rank (compare "
+                "the other ranks' messages) before DistributedDataParallel(net)."
+            )
+
+    def _broadcast_parameters(self) -> None:
+        g = self._group
+        if g.world_size == 1:
+            return
+        with autograd.no_grad():
+            for p in self.module.parameters():
+                data = p.data
+                native = g.broadcast(data._native, 0)
+                if native is not data._native:
+                    p.data = Tensor(native, data._bk, data._dev, data._dtype)
+            for b in self.module.buffers():
+                native = g.broadcast(b._native, 0)
+                if native is not b._native:
+                    b[...] = Tensor(native, b._bk, b._dev, b._dtype)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.module(*args, **kwargs)
+
+    def _buckets(self) -> list[list[Any]]:
+        buckets: list[list[Any]] = [[]]
+        size = 0
+        for p in self._params:
+            nbytes = p.size * p.dtype.itemsize
+            if buckets[-1] and (size + nbytes > self._cap or p.dtype is not buckets[-1][0].dtype):
+                buckets.append([])
+                size = 0
+            buckets[-1].append(p)
+            size += nbytes
+        return [b for b in buckets if b]
+
+    def average_gradients(self) -> None:
+        """Replace every parameter's gradient by its average over the ranks (what runs after
+        each ``backward()``; call it yourself after changing gradients by hand)."""
+        g = self._group
+        if g.world_size == 1 or not self._params:
+            return
+        from ..creation import zeros_like
+
+        with autograd.no_grad():
+            for bucket in self._buckets():
+                grads = []
+                for p in bucket:
+                    grad = p.grad
+                    grads.append(reshape(zeros_like(p.data) if grad is None else grad, (-1,)))
+                flat = grads[0] if len(grads) == 1 else concat(grads, axis=0)
+                summed = Tensor(g.all_reduce(flat._native), flat._bk, flat._dev, flat._dtype)
+                mean = summed / g.world_size
+                start = 0
+                for p in bucket:
+                    n = p.size
+                    p.grad = reshape(mean[start : start + n], p.shape)
+                    start += n
+
+    def extra_repr(self) -> str:
+        return f"rank={self._group.rank}, world_size={self._group.world_size}"

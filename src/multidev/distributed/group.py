@@ -1,0 +1,68 @@
+"""The process group an engine module returns: rank, size, device and the engine's collectives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..device import Device
+
+__all__ = ["DistributedError", "Group", "LocalGroup"]
+
+
+class DistributedError(RuntimeError):
+    """A process group that cannot start, ranks that disagree, or a rank that stopped."""
+
+
+class Group:
+    """What ``multidev_<backend>.distributed.start`` returns. Subclasses define
+    ``all_reduce`` (sum) and ``barrier``; ``broadcast`` defaults to a sum in which every rank
+    but ``src`` contributes zeros (exact), for engines without a native broadcast."""
+
+    engine = "none"
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, device: Device) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.local_rank = local_rank
+        self.device = device
+
+    def all_reduce(self, x: Any) -> Any:
+        """The elementwise sum of native ``x`` over every rank (written into ``x`` where the
+        framework's tensors are mutable)."""
+        raise NotImplementedError
+
+    def broadcast(self, x: Any, src: int) -> Any:
+        """Rank ``src``'s values of native ``x``."""
+        return self.all_reduce(x if self.rank == src else x * 0)
+
+    def barrier(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the engine's resources."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(engine={self.engine!r}, rank={self.rank}, "
+            f"world_size={self.world_size}, device={self.device})"
+        )
+
+
+class LocalGroup(Group):
+    """A process started without a launcher: rank 0 of 1; collectives return their input."""
+
+    engine = "local"
+
+    def __init__(self) -> None:
+        from .. import registry
+
+        super().__init__(0, 1, 0, registry.current().default_device())
+
+    def all_reduce(self, x: Any) -> Any:
+        return x
+
+    def broadcast(self, x: Any, src: int) -> Any:
+        return x
+
+    def barrier(self) -> None:
+        return None

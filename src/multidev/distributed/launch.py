@@ -1,0 +1,243 @@
+"""``multidev launch``: start one worker process per device, on this machine, for one node of
+the job, through the framework's own launcher where it has one (torchrun) or with the
+environment its engine reads (``RANK``/``WORLD_SIZE``/``MASTER_*`` plus ``TF_CONFIG``,
+``PADDLE_*``, MXNet's ``DMLC_*`` with its scheduler and server processes).
+
+Output lines are prefixed with the rank (``[rank 1] ...``; torchrun writes ``[default1]:``).
+When a worker fails the others are stopped (SIGTERM, then SIGKILL after ``stop_timeout``
+seconds) and the launcher returns 1, naming the rank and how it ended.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .. import registry
+from ..errors import BackendError
+
+__all__ = ["Proc", "free_port", "launch"]
+
+
+def free_port(addr: str = "127.0.0.1") -> int:
+    """A TCP port on ``addr`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((addr, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    """A process to start: its output prefix, command, extra environment, and whether the job
+    needs it to succeed (workers) or only to serve (MXNet's scheduler and server)."""
+
+    label: str
+    cmd: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    worker: bool = True
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace").rstrip("\n")
+        with lock:
+            out.write(f"{prefix}{line}\n")
+            out.flush()
+    stream.close()
+
+
+def _stop(popen: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM the process's group, SIGKILL it after ``timeout`` seconds."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
+        if popen.poll() is not None:
+            return
+        try:
+            os.killpg(popen.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            popen.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _plan(
+    engine: Any,
+    nproc_per_node: int,
+    nnodes: int,
+    node_rank: int,
+    master_addr: str,
+    master_port: int,
+    argv: list[str],
+    log_dir: str,
+) -> list[Proc]:
+    fw = getattr(engine, "framework_launcher", None)
+    if fw is not None:
+        cmd = fw(
+            nproc_per_node=nproc_per_node,
+            nnodes=nnodes,
+            node_rank=node_rank,
+            master_addr=master_addr,
+            master_port=master_port,
+            log_dir=log_dir,
+            argv=argv,
+        )
+        return [Proc("", cmd)]
+    world = nproc_per_node * nnodes
+    extra: Callable[..., list[dict[str, str]]] | None = getattr(engine, "worker_envs", None)
+    envs = (
+        extra(
+            nproc_per_node=nproc_per_node,
+            nnodes=nnodes,
+            node_rank=node_rank,
+            master_addr=master_addr,
+            master_port=master_port,
+        )
+        if extra is not None
+        else [{} for _ in range(nproc_per_node)]
+    )
+    helpers: Callable[..., list[Proc]] | None = getattr(engine, "helper_processes", None)
+    procs = (
+        helpers(
+            nnodes=nnodes,
+            node_rank=node_rank,
+            world_size=world,
+            master_addr=master_addr,
+            master_port=master_port,
+        )
+        if helpers is not None
+        else []
+    )
+    for local in range(nproc_per_node):
+        rank = node_rank * nproc_per_node + local
+        env = {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(local),
+            "WORLD_SIZE": str(world),
+            "LOCAL_WORLD_SIZE": str(nproc_per_node),
+            "MASTER_ADDR": master_addr,
+            "MASTER_PORT": str(master_port),
+            **envs[local],
+        }
+        procs.append(Proc(f"[rank {rank}] ", [sys.executable, "-u", *argv], env))
+    return procs
+
+
+def launch(
+    argv: Sequence[str],
+    nproc_per_node: int,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master_addr: str = "127.0.0.1",
+    master_port: int = 0,
+    backend: str | None = None,
+    stop_timeout: float = 10.0,
+    out: IO[str] | None = None,
+) -> int:
+    """Run ``argv`` (a script and its arguments) as ``nproc_per_node`` workers of this node;
+    return 0 when every worker succeeds, else 1 after stopping the others. ``master_port``
+    0 picks a free port (single machine only). ``backend`` defaults to the active one
+    (``MULTIDEV_BACKEND``)."""
+    from . import engine_module
+
+    out = sys.stdout if out is None else out
+    if nproc_per_node < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
+        raise ValueError(
+            f"Expected nproc_per_node >= 1, nnodes >= 1 and 0 <= node_rank < nnodes. Received: "
+            f"{nproc_per_node}, {nnodes}, {node_rank}."
+        )
+    if not argv:
+        raise ValueError("Expected a script to run. Received: none. Usage: launch script.py")
+    if master_port == 0:
+        if nnodes > 1:
+            raise ValueError(
+                "Expected --master-port with --nnodes > 1 (every node must use the same one). "
+                "Received: none."
+            )
+        master_port = free_port(master_addr)
+    name = backend or registry.get_backend()
+    engine = engine_module(name)
+    if engine is None:
+        raise BackendError(
+            f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
+            f"Received: {name}. Select one with MULTIDEV_BACKEND."
+        )
+    lock = threading.Lock()
+    base = dict(os.environ, MULTIDEV_BACKEND=name, PYTHONUNBUFFERED="1")
+    with tempfile.TemporaryDirectory(prefix="multidev-launch-") as log_dir:
+        plan = _plan(
+            engine, nproc_per_node, nnodes, node_rank, master_addr, master_port, list(argv), log_dir
+        )
+        running: list[tuple[Proc, subprocess.Popen]] = []
+        pumps: list[threading.Thread] = []
+        try:
+            for proc in plan:
+                popen = subprocess.Popen(
+                    proc.cmd,
+                    env={**base, **proc.env},
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+                running.append((proc, popen))
+                t = threading.Thread(
+                    target=_pump, args=(popen.stdout, proc.label, out, lock), daemon=True
+                )
+                t.start()
+                pumps.append(t)
+            status = _watch(running, stop_timeout, out, lock)
+        finally:
+            for _, popen in running:
+                _stop(popen, stop_timeout)
+            for t in pumps:
+                t.join(stop_timeout)
+    return status
+
+
+def _watch(
+    running: list[tuple[Proc, subprocess.Popen]],
+    stop_timeout: float,
+    out: IO[str],
+    lock: threading.Lock,
+) -> int:
+    workers = [(p, q) for p, q in running if p.worker]
+    while True:
+        failed = [(p, q) for p, q in running if q.poll() not in (None, 0)]
+        if failed:
+            proc, popen = failed[0]
+            who = proc.label.strip() or "the framework launcher"
+            with lock:
+                out.write(
+                    f"multidev launch: {who} {_describe(popen.returncode)}; "
+                    "stopping the other processes.\n"
+                )
+                out.flush()
+            return 1
+        if all(q.poll() == 0 for _, q in workers):
+            helpers = [q for p, q in running if not p.worker]
+            deadline = time.monotonic() + stop_timeout
+            for q in helpers:
+                try:
+                    q.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    break
+            return 0
+        time.sleep(0.1)
