@@ -13,27 +13,28 @@ from typing import Any
 
 import paddle
 
-from multidev.nn.native import call, mirror
+from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock"]
 
 
-class NativeBlock(paddle.nn.Layer):
+class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     """A ``paddle.nn.Layer`` view of a multidev Block: the same sub-block tree and names, the
     Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
     ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
-        self._md_block = block
-        params, children = mirror(self, block, memo)
-        for name, var in params:
-            self.add_parameter(name, var)
-        for name, sub in children:
-            self.add_sublayer(name, sub)
+        self._md_mirror(block, memo)
+
+    def _md_add_parameter(self, name: str, var: Any) -> None:
+        self.add_parameter(name, var)
+
+    def _md_add_child(self, name: str, sub: Any) -> None:
+        self.add_sublayer(name, sub)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return call(self._md_block, args, kwargs)
+        return self._md_call(*args, **kwargs)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)

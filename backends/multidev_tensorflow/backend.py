@@ -25,11 +25,10 @@ import tensorflow as tf
 from multidev.contract import AdapterBase
 from multidev.device import Device
 from multidev.dtypes import DType
-from multidev.errors import DeviceError
 
-from . import indexing
+from . import FRAMEWORK, indexing
 from .autograd import Autograd
-from .dtypes import FROM_NATIVE, NATIVE, unsupported
+from .dtypes import NATIVE
 from .ops import Ops
 from .ops import copy as _deep_copy
 
@@ -90,9 +89,16 @@ class Backend(Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
+    framework = FRAMEWORK
     reference = "multidev_tensorflow.reference"
     tensor_types = (tf.Tensor, tf.Variable)
+    dtypes = NATIVE
     ops = Ops()
+    convert_hint = (
+        "Cast it first, e.g. with tf.cast(x, tf.float32), or use tf.math.real/tf.math.imag "
+        "for complex values."
+    )
+    move_hint = "Copy it to '/CPU:0' with tf.identity first."
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,7 +109,7 @@ class Backend(Autograd, AdapterBase):
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
         self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
-        self._by_name: dict[str, Device] = {"": self._default}
+        self._places[""] = self._default
         self.scoped_devices = frozenset(devices) - {self._default}
         caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
         if sum(d.type == "cpu" for d in devices) > 1:
@@ -145,34 +151,16 @@ class Backend(Autograd, AdapterBase):
             return Device(kind, obj.device_index or 0)
         return None
 
-    def device_of(self, x) -> Device:
-        name = x.device
-        try:
-            return self._by_name[name]
-        except KeyError:
-            pass
-        dev = _parse_name(name)
-        if dev is None:
-            raise DeviceError(
-                "Expected a tensor on a CPU or GPU device. "
-                f"Received: a tensor on {name!r}. Copy it to '/CPU:0' with tf.identity first."
-            )
-        self._by_name[name] = dev
-        return dev
+    def native_place(self, x) -> str:
+        return x.device
+
+    def place_device(self, place: str) -> Device | None:
+        return _parse_name(place)
 
     def scope(self, dev: Device) -> AbstractContextManager:
         return tf.device(self._native[dev])
 
     # ---------------------------------------------------------------- tensors
-    def dtype_of(self, x) -> DType:
-        try:
-            return FROM_NATIVE[x.dtype]
-        except KeyError:
-            raise unsupported(x.dtype) from None
-
-    def native_dtype(self, dt: DType):
-        return NATIVE[dt]
-
     def shape_of(self, x) -> tuple[int, ...]:
         return tuple(x.shape.as_list())
 
@@ -229,13 +217,13 @@ class Backend(Autograd, AdapterBase):
         return x
 
     # ---------------------------------------------------------------- variables
+    def is_trainable_variable(self, var) -> bool:
+        return isinstance(var, tf.Variable) and var.trainable
+
     def make_variable(self, x):
         """A trainable tf.Variable holding a copy of x's values, on x's device."""
         with tf.device(x.device):
             return tf.Variable(_deep_copy(x), trainable=True)
-
-    def variable_tensor(self, var):
-        return var
 
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y``: one fused kernel on a variable, a new tensor otherwise."""

@@ -9,17 +9,43 @@ stays on that device.
 
 from __future__ import annotations
 
+import importlib
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from .device import Device
 from .dtypes import DType
+from .errors import DeviceError
+from .registry import Framework
 
-__all__ = ["CAPABILITIES", "Adapter", "AdapterBase", "Autograd", "OpTable"]
+__all__ = [
+    "CAPABILITIES",
+    "Adapter",
+    "AdapterBase",
+    "Autograd",
+    "Framework",
+    "OpTable",
+    "dtype_error",
+    "lazy_backend",
+]
+
+
+def lazy_backend(package: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for an adapter package that imports ``Backend`` (and the
+    framework with it) on first use, so that reading the package's ``FRAMEWORK`` is cheap:
+    ``__getattr__ = lazy_backend(__name__)``."""
+
+    def __getattr__(name: str) -> Any:
+        if name == "Backend":
+            return importlib.import_module(f"{package}.backend").Backend
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
 
 #: Capabilities an adapter may declare. Conformance tests needing a missing one are skipped.
 CAPABILITIES = frozenset(
@@ -176,18 +202,91 @@ class Autograd(Protocol):
         ...
 
 
+def dtype_error(
+    backend: str, table: Mapping[DType, Any], dt: DType, alternatives: Mapping[DType, str]
+) -> TypeError:
+    """The error for a multidev dtype that backend's framework lacks (not a key of ``table``),
+    naming what to use instead."""
+    return TypeError(
+        f"Expected a dtype the {backend} backend supports ({', '.join(d.name for d in table)}). "
+        f"Received: {dt.name}, which the framework does not have. Use "
+        f"{alternatives.get(dt, 'one of those')} instead."
+    )
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
-    creation through host NumPy arrays."""
+    creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
+    a cached ``device_of`` built on the one-line ``native_place`` hook."""
 
     name = "base"
+    framework: ClassVar[Framework] = Framework("base")
     capabilities: frozenset[str] = frozenset()
     scoped_devices: frozenset[Device] = frozenset()
     tensor_types: tuple[type, ...] = ()
+    #: multidev dtype -> the framework's dtype, for every dtype the framework has
+    dtypes: ClassVar[Mapping[DType, Any]] = {}
+    #: what to use instead of a multidev dtype the framework lacks (``{md.int16: "md.int32"}``)
+    dtype_alternatives: ClassVar[Mapping[DType, str]] = {}
+    #: how to convert a native tensor of a foreign dtype, for the error message
+    convert_hint = "Convert it to one of those first."
+    #: how to move a native tensor off a place multidev does not know, for the error message
+    move_hint = "Move it to the CPU first."
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "dtypes" in cls.__dict__:
+            cls._md_dtypes = {v: k for k, v in cls.dtypes.items()}
+            # framework dtype objects live as long as the framework: look them up by identity
+            # first (a dictionary lookup by hash is slow for some of them)
+            cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
+
+    _md_dtypes: ClassVar[dict[Any, DType]] = {}
+    _md_dtype_ids: ClassVar[dict[int, DType]] = {}
 
     def __init__(self) -> None:
         self._devices: list[Device] | None = None
         self._device_set: frozenset[Device] | None = None
+        self._places: dict[Any, Device] = {}
+
+    # dtypes ----------------------------------------------------------------
+    def dtype_of(self, x: Any) -> DType:
+        """multidev's dtype of the native tensor ``x``; TypeError for a dtype it lacks."""
+        dt = self._md_dtype_ids.get(id(x.dtype))
+        if dt is None:
+            dt = self.md_dtype(x.dtype)
+            if dt is None:
+                raise self.unsupported_dtype(x.dtype, native=True)
+        return dt
+
+    def md_dtype(self, native: Any) -> DType | None:
+        """multidev's dtype for a framework dtype, or None where multidev has none."""
+        dt = self._md_dtype_ids.get(id(native))
+        return dt if dt is not None else self._md_dtypes.get(native)
+
+    def native_dtype(self, dt: DType) -> Any:
+        """The framework's dtype for ``dt``; TypeError where the framework lacks it."""
+        try:
+            return self.dtypes[dt]
+        except KeyError:
+            raise self.unsupported_dtype(dt) from None
+
+    def native_dtype_name(self, native: Any) -> str:
+        """How the framework writes one of its dtypes, for messages."""
+        return getattr(native, "name", None) or str(native)
+
+    def unsupported_dtype(self, dt: Any, native: bool = False) -> TypeError:
+        """The error for a dtype this backend cannot hold (a multidev dtype or, with
+        ``native``, the dtype of a framework tensor)."""
+        if native:
+            md = self.md_dtype(dt)
+            received = md.name if md is not None else self.native_dtype_name(dt)
+            return TypeError(
+                f"Expected a tensor of one of the dtypes the {self.name} backend supports "
+                f"({', '.join(d.name for d in self.dtypes)}). Received: dtype {received} on "
+                f"the {self.name} backend. {self.convert_hint}"
+            )
+        return dtype_error(self.name, self.dtypes, dt, self.dtype_alternatives)
 
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
@@ -216,6 +315,35 @@ class AdapterBase:
 
     def parse_native_device(self, obj: Any) -> Device | None:
         return None
+
+    def native_place(self, x: Any) -> Any:
+        """The framework's own place of the native tensor ``x`` (``x.device``, ``x.place``)."""
+        return None
+
+    def device_of(self, x: Any) -> Device:
+        """The Device of the native tensor ``x``, from ``native_place`` through a cache."""
+        place = self.native_place(x)
+        try:
+            return self._places[place]
+        except KeyError:
+            pass
+        dev = self.place_device(place)
+        if dev is None:
+            raise DeviceError(
+                f"Expected a tensor on a device of the {self.name} backend. Received: a tensor "
+                f"on {place}. {self.move_hint}"
+            )
+        self._places[place] = dev
+        return dev
+
+    def place_device(self, place: Any) -> Device | None:
+        """The Device of a place ``native_place`` gave, or None for one multidev lacks."""
+        return self.parse_native_device(place)
+
+    def is_trainable_variable(self, var: Any) -> bool:
+        """Whether ``var`` is the framework's own trainable variable (what ``make_variable``
+        gives for floating-point values)."""
+        return False
 
     def seed(self, seed: int) -> None:
         """Seed the framework's own generator (dropout, native initialisers)."""

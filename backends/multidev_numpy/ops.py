@@ -1,21 +1,16 @@
-"""The NumPy reference backend: always installed, CPU only, no autograd.
-
-Its results are the expected values of the conformance suite, so every op is written in
-the plainest NumPy. Results are always ``np.ndarray`` (NumPy returns scalars for 0-d
-results; those are wrapped back into 0-d arrays so that they stay mutable).
+"""The NumPy op table. Its results are the expected values of the conformance suite, so
+every op is written in the plainest NumPy. Results are always ``np.ndarray`` (NumPy returns
+scalars for 0-d results; those are wrapped back into 0-d arrays so that they stay mutable).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .contract import AdapterBase, PythonOperatorOps
-from .device import Device
-from .dtypes import DType, from_numpy_dtype
+from multidev.contract import PythonOperatorOps
 
-__all__ = ["Backend"]
+__all__ = ["Ops", "writable"]
 
-_CPU = Device("cpu", 0)
 _asarray = np.asarray
 
 
@@ -77,7 +72,7 @@ def _arg(fn):
     return f
 
 
-def _setitem_ok(x: np.ndarray) -> np.ndarray:
+def writable(x: np.ndarray) -> np.ndarray:
     if not x.flags.writeable:
         raise ValueError("Expected a writable array. Received: a read-only NumPy array")
     return x
@@ -132,49 +127,3 @@ class Ops(PythonOperatorOps):
     getitem = staticmethod(_arr(lambda x, key: x[key]))
     astype = staticmethod(lambda x, dt: x.astype(dt.numpy))
     copy = staticmethod(np.array)
-
-
-class Backend(AdapterBase):
-    """NumPy: the reference every other backend is compared with."""
-
-    name = "numpy"
-    capabilities = frozenset({"bfloat16", "float16", "float64"})
-    tensor_types = (np.ndarray,)
-    ops = Ops()
-
-    def version(self) -> str:
-        return np.__version__
-
-    def native_device(self, dev: Device) -> str:
-        return "cpu"
-
-    def parse_native_device(self, obj) -> Device | None:
-        return None
-
-    def device_of(self, x) -> Device:
-        return _CPU
-
-    def dtype_of(self, x) -> DType:
-        return from_numpy_dtype(x.dtype)
-
-    def native_dtype(self, dt: DType):
-        return dt.numpy
-
-    def shape_of(self, x) -> tuple[int, ...]:
-        return x.shape
-
-    def from_numpy(self, arr: np.ndarray, dev: Device) -> np.ndarray:
-        return arr
-
-    def to_numpy(self, x) -> np.ndarray:
-        return x
-
-    def to_device(self, x, dev: Device) -> np.ndarray:
-        return np.array(x)
-
-    def full(self, shape, value, dt, dev) -> np.ndarray:
-        return np.full(shape, value, dtype=dt.numpy)
-
-    def setitem(self, x, key, value):
-        _setitem_ok(x)[key] = value
-        return x
