@@ -5,6 +5,7 @@ Importing multidev imports no framework; the first use of the backend does.
 """
 
 from . import autograd, nn, optim
+from . import methods as methods  # attaches the operators and methods of Tensor
 from .autograd import no_grad
 from .checkpoint import load, save
 from .creation import (
@@ -95,7 +96,7 @@ from .ops import (
 )
 from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
-from .tensor import Tensor
+from .tensors import Tensor
 
 __version__ = "0.1.0"
 

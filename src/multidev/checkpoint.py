@@ -33,7 +33,7 @@ from . import dtypes as _dt
 from . import registry
 from .device import as_device, check_available, default_device
 from .errors import CheckpointError
-from .tensor import Tensor
+from .tensors import Tensor
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "lacks_dtype", "load", "save"]
 

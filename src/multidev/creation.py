@@ -10,8 +10,8 @@ import numpy as np
 from . import dtypes as _dt
 from . import random as _random
 from . import registry
-from .device import Device, as_device, check_available, scoped_device
-from .tensor import Tensor
+from .dispatch import asarray, device_for, from_host
+from .tensors import Tensor
 
 __all__ = [
     "arange",
@@ -26,17 +26,6 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-
-
-def _device(bk, device: Any) -> Device:
-    if device is None:
-        dev = scoped_device()
-        if dev is None:
-            return bk.default_device()
-    else:
-        dev = as_device(device)
-    check_available(bk, dev)
-    return dev
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -60,71 +49,11 @@ def _varshape(shape: tuple) -> tuple[int, ...]:
     return _shape(shape)
 
 
-def _wrap_numpy(bk, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
-    return Tensor(bk.from_numpy(arr, dev), bk, dev, dt)
-
-
-def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
-    """A Tensor from a Tensor, native tensor, NumPy array, scalar or nested list.
-
-    Zero-copy where possible. Python floats become float32 and ints int64, as in PyTorch.
-    """
-    bk = registry.current()
-    dt = None if dtype is None else _dt.as_dtype(dtype)
-    if isinstance(obj, Tensor):
-        t = obj if obj._bk is bk else obj.to_backend(bk.name)
-        if dt is not None and dt is not t._dtype:
-            t = t.astype(dt)
-            copy = False
-        if device is not None:
-            return t.to(device, copy=bool(copy))
-        return t.to(t._dev, copy=True) if copy else t
-    if bk.tensor_types and isinstance(obj, bk.tensor_types):
-        native = obj
-        dev = bk.device_of(native)
-        t = Tensor(native, bk, dev, bk.dtype_of(native))
-        return asarray(t, dtype=dt, device=device, copy=copy)
-    dev = _device(bk, device)
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
-        arr = np.asarray(obj)
-        if arr.dtype.names is not None or (
-            arr.dtype.kind in "OUSV" and arr.dtype != _dt.bfloat16.numpy
-        ):
-            raise TypeError(f"Expected numeric data. Received: NumPy array of dtype {arr.dtype}")
-        src = _dt.from_numpy_dtype(arr.dtype)
-        dt = dt or src
-        if dt is not src:
-            arr = arr.astype(dt.numpy)
-        elif copy:
-            arr = arr.copy()
-        return _wrap_numpy(bk, arr, dt, dev)
-    if hasattr(obj, "__dlpack__") or hasattr(obj, "numpy"):
-        try:
-            return asarray(np.asarray(obj), dtype=dt, device=dev)
-        except Exception:
-            pass
-    try:
-        arr = np.asarray(obj)
-    except Exception as e:
-        raise TypeError(
-            f"Expected a tensor, array, scalar or nested list of numbers. Received: "
-            f"{type(obj).__name__} ({e})"
-        ) from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            "Expected a tensor, array, scalar or nested list of numbers. "
-            f"Received: {type(obj).__name__} giving NumPy dtype {arr.dtype}"
-        )
-    if dt is None:
-        dt = {"b": _dt.bool, "f": _dt.float32}.get(arr.dtype.kind, _dt.int64)
-    return _wrap_numpy(bk, arr.astype(dt.numpy), dt, dev)
-
-
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``."""
     bk = registry.current()
     dt = _dt.default_for(fill_value) if dtype is None else _dt.as_dtype(dtype)
-    dev = _device(bk, device)
+    dev = device_for(bk, device)
     return Tensor(bk.full(_shape(shape), fill_value, dt, dev), bk, dev, dt)
 
 
@@ -164,7 +93,7 @@ def arange(start, stop=None, step=1, dtype: Any = None, device: Any = None) -> T
         dt = _dt.as_dtype(dtype)
     arr = np.arange(start, stop, step, dtype=np.float64 if dt.kind == "f" else None)
     bk = registry.current()
-    return _wrap_numpy(bk, arr.astype(dt.numpy), dt, _device(bk, device))
+    return from_host(bk, arr.astype(dt.numpy), dt, device_for(bk, device))
 
 
 def eye(
@@ -173,7 +102,7 @@ def eye(
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
     arr = np.eye(n_rows, n_cols, k=k, dtype=dt.numpy)
-    return _wrap_numpy(bk, arr, dt, _device(bk, device))
+    return from_host(bk, arr, dt, device_for(bk, device))
 
 
 def _random_tensor(host: np.ndarray, dtype: Any, device: Any) -> Tensor:
@@ -183,7 +112,7 @@ def _random_tensor(host: np.ndarray, dtype: Any, device: Any) -> Tensor:
     if dt is not _dt.float32:
         host = host.astype(dt.numpy)
     bk = registry.current()
-    return _wrap_numpy(bk, host, dt, _device(bk, device))
+    return from_host(bk, host, dt, device_for(bk, device))
 
 
 def rand(*shape: int | Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:

@@ -17,7 +17,9 @@ from typing import Any
 from . import ops
 from .autograd import paused
 from .creation import zeros_like
-from .tensor import Tensor, _check_same, _on
+from .dispatch import check_same as _check_same
+from .dispatch import on as _on
+from .tensors import Tensor
 
 __all__ = ["SGD", "Adam", "Optimizer"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import ops
 from ..creation import asarray
-from ..tensor import Tensor
+from ..tensors import Tensor
 from . import functional as F
 from . import init
 from .module import Block

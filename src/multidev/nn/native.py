@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import registry
-from ..tensor import Tensor
+from ..tensors import Tensor
 
 __all__ = ["NativeBlockMixin", "call", "mirror", "native_module"]
 
