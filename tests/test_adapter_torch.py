@@ -217,7 +217,7 @@ def test_bfloat16_nan_payload_survives_both_ways():
 def test_unsupported_torch_dtype_is_a_clear_type_error(tdt):
     t = torch.zeros(2).to(tdt)
     with pytest.raises(
-        TypeError, match=rf"(?s)Expected.*Received: {tdt}.*torch.*to\(torch.float32\)"
+        TypeError, match=rf"(?s)Expected.*Received: dtype {tdt} on the torch.*to\(torch.float32\)"
     ):
         md.asarray(t)
 

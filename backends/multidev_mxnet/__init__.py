@@ -1,5 +1,8 @@
 """The MXNet backend of multidev (selected with ``MULTIDEV_BACKEND=mxnet``)."""
 
-from .backend import Backend
+from multidev.contract import Framework, lazy_backend
 
-__all__ = ["Backend"]
+__all__ = ["FRAMEWORK", "Backend"]
+
+FRAMEWORK = Framework("mxnet", ("mxnet", "mxnet-cu112", "mxnet-cu117"), extra="mxnet")
+__getattr__ = lazy_backend(__name__)

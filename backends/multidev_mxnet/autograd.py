@@ -18,7 +18,7 @@ from typing import Any
 import mxnet as mx
 from mxnet import gluon
 
-from multidev.nn.native import call, mirror
+from multidev.nn.native import NativeBlockMixin, call
 
 __all__ = ["Autograd", "NativeBlock"]
 
@@ -28,29 +28,18 @@ _RESERVED = frozenset(dir(gluon.Block))
 _NOT_RECORDED = "not in a computational graph"
 
 
-class NativeBlock(gluon.Block):
+class NativeBlock(NativeBlockMixin, gluon.Block):
     """A gluon ``Block`` view of a multidev Block: sub-blocks and Parameters under the Block's
     names (no copies); ``collect_params()`` keys them by their multidev names (``"0.weight"``);
     calling it runs the Block on ``mxnet.numpy`` arrays (legacy ``mx.nd.NDArray`` inputs are
     viewed as such arrays, zero-copy)."""
 
+    _md_framework_class = "gluon.Block"
+    _md_reserved = _RESERVED
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
-        self._md_block = block
-        params, children = mirror(self, block, memo)
-        for name, var in params:
-            self._put(name, var)
-        for name, sub in children:
-            self._put(name, sub)
-
-    def _put(self, name: str, value: Any) -> None:
-        if name in _RESERVED or name.startswith("_"):
-            raise ValueError(
-                f"Expected parameter and sub-block names that gluon.Block does not use. "
-                f"Received: {name!r} in {type(self._md_block).__name__}. Rename that attribute "
-                "of the Block to use it through net.native on MXNet."
-            )
-        setattr(self, name, value)
+        self._md_mirror(block, memo)
 
     def collect_params(self, select: str | None = None) -> gluon.ParameterDict:
         """The Block's gluon Parameters by multidev name, those matching ``select`` (a regular

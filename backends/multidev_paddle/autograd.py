@@ -8,32 +8,26 @@ and ``backward`` is the loss's own ``backward``: gradients accumulate in each pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import paddle
 
-from multidev.nn.native import call, mirror
+from multidev.contract import EagerAutograd
+from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock"]
 
 
-class NativeBlock(paddle.nn.Layer):
+class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     """A ``paddle.nn.Layer`` view of a multidev Block: the same sub-block tree and names, the
     Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
     ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
+    _md_register = ("add_parameter", "add_sublayer")
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
-        self._md_block = block
-        params, children = mirror(self, block, memo)
-        for name, var in params:
-            self.add_parameter(name, var)
-        for name, sub in children:
-            self.add_sublayer(name, sub)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return call(self._md_block, args, kwargs)
+        self._md_mirror(block, memo)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)
@@ -46,26 +40,14 @@ class NativeBlock(paddle.nn.Layer):
         return self
 
 
-class Autograd:
+class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on Paddle."""
 
-    def record(self):
-        return paddle.enable_grad()
-
-    def no_grad(self, recordings: Sequence[Any]):
-        return paddle.no_grad()
+    grad_modes = (paddle.enable_grad, paddle.no_grad)
+    native_block = NativeBlock
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if loss.stop_gradient:
             return False
         loss.backward(grad_tensor=gradient, retain_graph=retain_graph)
         return True
-
-    def grad(self, var):
-        return var.grad
-
-    def set_grad(self, var, value) -> None:
-        var.grad = value
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

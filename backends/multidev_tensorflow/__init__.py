@@ -1,9 +1,8 @@
-"""The TensorFlow backend of multidev (``MULTIDEV_BACKEND=tensorflow``).
+"""The TensorFlow backend of multidev (selected with ``MULTIDEV_BACKEND=tensorflow``)."""
 
-Importing this package imports TensorFlow; multidev's registry does so only when the
-backend is selected.
-"""
+from multidev.contract import Framework, lazy_backend
 
-from .backend import Backend
+__all__ = ["FRAMEWORK", "Backend"]
 
-__all__ = ["Backend"]
+FRAMEWORK = Framework("tensorflow", ("tensorflow", "tensorflow-cpu"), extra="tensorflow")
+__getattr__ = lazy_backend(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from multidev.nn.native import call, mirror
+from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock", "Recording"]
 
@@ -79,30 +79,18 @@ def _dense(g):
     return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
 
 
-class NativeBlock(tf.Module):
+class NativeBlock(NativeBlockMixin, tf.Module):
     """A ``tf.Module`` view of a multidev Block: sub-blocks and variables as attributes under
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
 
+    _md_framework_class = "tf.Module"
+    _md_reserved = _RESERVED
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__(name=type(block).__name__.lower())
-        self._md_block = block
-        params, children = mirror(self, block, memo)
-        for name, var in params:
-            self._put(name, var)
-        for name, sub in children:
-            self._put(name, sub)
+        self._md_mirror(block, memo)
 
-    def _put(self, name: str, value: Any) -> None:
-        if name in _RESERVED or name.startswith("_"):
-            raise ValueError(
-                f"Expected parameter and sub-block names that tf.Module does not use. "
-                f"Received: {name!r} in {type(self._md_block).__name__}. Rename that attribute "
-                "of the Block to use it through net.native on TensorFlow."
-            )
-        setattr(self, name, value)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return call(self._md_block, args, kwargs)
+    __call__ = NativeBlockMixin.forward
 
 
 class Autograd:

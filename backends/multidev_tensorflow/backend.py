@@ -14,7 +14,6 @@ whatever its inputs' device, so the core runs ops on every other device inside
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import AbstractContextManager
 
@@ -22,15 +21,14 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from multidev.contract import AdapterBase
+from multidev.contract import AdapterBase, env_count
 from multidev.device import Device
 from multidev.dtypes import DType
-from multidev.errors import DeviceError
 
 from . import indexing
 from .autograd import Autograd
-from .dtypes import FROM_NATIVE, NATIVE, unsupported
-from .ops import Ops
+from .dtypes import NATIVE
+from .ops import OPS
 from .ops import copy as _deep_copy
 
 __all__ = ["CPU_DEVICES_ENV", "Backend"]
@@ -46,25 +44,9 @@ _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 
 
-def _cpu_device_count() -> int:
-    raw = os.environ.get(CPU_DEVICES_ENV, "").strip()
-    if not raw:
-        return 2
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(
-            f"Expected a positive integer in {CPU_DEVICES_ENV}. Received: {raw!r}. "
-            "Set it to 1 to keep a single CPU device."
-        )
-    return n
-
-
 def _configure_runtime() -> None:
     """Logical CPUs and GPU memory growth, only while TensorFlow is not initialised."""
-    n = _cpu_device_count()
+    n = env_count(CPU_DEVICES_ENV, 2, "logical CPU devices to create")
     cpus = tf.config.list_physical_devices("CPU")
     gpus = tf.config.list_physical_devices("GPU")
     try:
@@ -90,9 +72,14 @@ class Backend(Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
-    reference = "multidev_tensorflow.reference"
     tensor_types = (tf.Tensor, tf.Variable)
-    ops = Ops()
+    dtypes = NATIVE
+    ops = OPS
+    convert_hint = (
+        "Cast it first, e.g. with tf.cast(x, tf.float32), or use tf.math.real/tf.math.imag "
+        "for complex values."
+    )
+    move_hint = "Copy it to '/CPU:0' with tf.identity first."
 
     def __init__(self) -> None:
         super().__init__()
@@ -102,8 +89,8 @@ class Backend(Autograd, AdapterBase):
         self._device_set = frozenset(devices)
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
-        self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
-        self._by_name: dict[str, Device] = {"": self._default}
+        self._natives.update({d: self.make_native_device(d) for d in devices})
+        self._places[""] = self._default
         self.scoped_devices = frozenset(devices) - {self._default}
         caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
         if sum(d.type == "cpu" for d in devices) > 1:
@@ -121,18 +108,12 @@ class Backend(Autograd, AdapterBase):
         found.add(Device("cpu", 0))
         return sorted(found, key=lambda d: (d.type != "cpu", d.index))  # type: ignore[union-attr]
 
-    def num_gpus(self) -> int:
-        return self._num_gpus
-
     def default_device(self) -> Device:
         return self._default
 
-    def native_device(self, dev: Device) -> str:
+    def make_native_device(self, dev: Device) -> str:
         """TensorFlow's device string: '/CPU:0', '/GPU:1'."""
-        try:
-            return self._native[dev]
-        except KeyError:
-            return f"/{dev.type.upper()}:{dev.index}"
+        return f"/{dev.type.upper()}:{dev.index}"
 
     def parse_native_device(self, obj) -> Device | None:
         """A Device from tf.config.LogicalDevice, tf.config.PhysicalDevice or tf.DeviceSpec."""
@@ -145,34 +126,16 @@ class Backend(Autograd, AdapterBase):
             return Device(kind, obj.device_index or 0)
         return None
 
-    def device_of(self, x) -> Device:
-        name = x.device
-        try:
-            return self._by_name[name]
-        except KeyError:
-            pass
-        dev = _parse_name(name)
-        if dev is None:
-            raise DeviceError(
-                "Expected a tensor on a CPU or GPU device. "
-                f"Received: a tensor on {name!r}. Copy it to '/CPU:0' with tf.identity first."
-            )
-        self._by_name[name] = dev
-        return dev
+    def native_place(self, x) -> str:
+        return x.device
+
+    def place_device(self, place: str) -> Device | None:
+        return _parse_name(place)
 
     def scope(self, dev: Device) -> AbstractContextManager:
-        return tf.device(self._native[dev])
+        return tf.device(self._natives[dev])
 
     # ---------------------------------------------------------------- tensors
-    def dtype_of(self, x) -> DType:
-        try:
-            return FROM_NATIVE[x.dtype]
-        except KeyError:
-            raise unsupported(x.dtype) from None
-
-    def native_dtype(self, dt: DType):
-        return NATIVE[dt]
-
     def shape_of(self, x) -> tuple[int, ...]:
         return tuple(x.shape.as_list())
 
@@ -188,7 +151,7 @@ class Backend(Autograd, AdapterBase):
             and arr.ctypes.data % _ALIGNMENT == 0
         ):
             return _from_dlpack(arr.__dlpack__())
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             return tf.constant(arr)
 
     def to_numpy(self, x) -> np.ndarray:
@@ -203,13 +166,13 @@ class Backend(Autograd, AdapterBase):
 
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             if dev.type == "cpu" and "CPU" in x.device:
                 return tf.raw_ops.DeepCopy(x=x)
             return tf.identity(x)
 
     def full(self, shape, value, dt: DType, dev: Device):
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
 
     def setitem(self, x, key, value):
@@ -229,13 +192,13 @@ class Backend(Autograd, AdapterBase):
         return x
 
     # ---------------------------------------------------------------- variables
+    def is_trainable_variable(self, var) -> bool:
+        return isinstance(var, tf.Variable) and var.trainable
+
     def make_variable(self, x):
         """A trainable tf.Variable holding a copy of x's values, on x's device."""
         with tf.device(x.device):
             return tf.Variable(_deep_copy(x), trainable=True)
-
-    def variable_tensor(self, var):
-        return var
 
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y``: one fused kernel on a variable, a new tensor otherwise."""

@@ -9,32 +9,26 @@ and ``backward`` is ``torch.autograd.backward``: gradients accumulate in each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from multidev.nn.native import call, mirror
+from multidev.contract import EagerAutograd
+from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock"]
 
 
-class NativeBlock(torch.nn.Module):
+class NativeBlock(NativeBlockMixin, torch.nn.Module):
     """A ``torch.nn.Module`` view of a multidev Block: the same sub-block tree and names, the
     Block's own ``torch.nn.Parameter`` objects (no copies); ``forward`` runs the Block on torch
     tensors. ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
+    _md_register = ("register_parameter", "add_module")
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
-        self._md_block = block
-        params, children = mirror(self, block, memo)
-        for name, var in params:
-            self.register_parameter(name, var)
-        for name, sub in children:
-            self.add_module(name, sub)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return call(self._md_block, args, kwargs)
+        self._md_mirror(block, memo)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)
@@ -48,26 +42,14 @@ class NativeBlock(torch.nn.Module):
         return self._md_block.extra_repr()
 
 
-class Autograd:
+class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on PyTorch."""
 
-    def record(self) -> torch.enable_grad:
-        return torch.enable_grad()
-
-    def no_grad(self, recordings: Sequence[Any]) -> torch.no_grad:
-        return torch.no_grad()
+    grad_modes = (torch.enable_grad, torch.no_grad)
+    native_block = NativeBlock
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if not loss.requires_grad:
             return False
         torch.autograd.backward(loss, gradient, retain_graph=retain_graph)
         return True
-
-    def grad(self, var):
-        return var.grad
-
-    def set_grad(self, var, value) -> None:
-        var.grad = value
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

@@ -5,6 +5,7 @@ Importing multidev imports no framework; the first use of the backend does.
 """
 
 from . import autograd, compat, cuda, data, distributed, nn, optim, parallel
+from . import methods as methods  # attaches the operators and methods of Tensor
 from .autograd import no_grad
 from .checkpoint import load, save
 from .compat import FloatTensor, allclose, cat, mm, randint, randperm
@@ -71,6 +72,7 @@ from .ops import (
     greater,
     less,
     log,
+    log1p,
     matmul,
     max,
     maximum,
@@ -96,7 +98,7 @@ from .ops import (
 )
 from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
-from .tensor import Tensor
+from .tensors import Tensor
 
 # PyTorch's md.tensor(...) and md.device(...) are functions. Bound after every import, so
 # they replace the package attributes of the submodules of those names, which stay
@@ -163,6 +165,7 @@ __all__ = [
     "less",
     "load",
     "log",
+    "log1p",
     "manual_seed",
     "matmul",
     "max",

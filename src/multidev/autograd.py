@@ -22,8 +22,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from . import registry
+from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
-from .tensor import Tensor
+from .tensors import Tensor
 
 __all__ = [
     "autograd_backends",
@@ -206,22 +207,26 @@ def _gradient(t: Tensor, gradient: Any) -> Any:
             )
         return None
     if not isinstance(gradient, Tensor):
-        from .creation import asarray
-
         gradient = asarray(gradient, dtype=t._dtype, device=t._dev)
     if gradient._bk is not t._bk:
-        gradient = gradient.to_backend(t._bk.name)
+        gradient = to_backend(gradient, t._bk.name)
     if gradient.shape != t.shape:
         raise AutogradError(
             f"Expected a gradient of the tensor's shape {t.shape}. Received: shape "
             f"{gradient.shape}."
         )
-    return gradient.to(t._dev, t._dtype)._native
+    return to(gradient, t._dev, t._dtype)._native
 
 
 def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> None:
-    """Add d(t)/d(p) (times ``gradient`` for a non-scalar ``t``) to ``p.grad`` of every
-    parameter ``t`` was computed from. See ``Tensor.backward``."""
+    """Add the gradient of ``t`` to ``p.grad`` of every parameter it was computed from
+    (inside ``md.autograd.record()``); gradients add up until ``zero_grad``. This is
+    ``Tensor.backward``.
+
+    ``gradient`` (t's shape) is required unless ``t`` has one element. The recording is
+    freed afterwards unless ``retain_graph``. Raises ``md.AutogradError`` on a tensor that
+    was not recorded or on a backend without autograd (NumPy).
+    """
     bk = t._bk
     if getattr(bk, "backward", None) is None:
         raise _no_autograd(bk)

@@ -36,7 +36,7 @@ from . import dtypes as _dt
 from . import registry
 from .device import as_device, check_available, default_device
 from .errors import CheckpointError
-from .tensor import Tensor
+from .tensors import Tensor
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ArrayLimits", "lacks_dtype", "limits_of", "load", "save"]
 

@@ -13,17 +13,9 @@ from pathlib import Path
 
 from . import registry
 
-_DISTS = {
-    "numpy": ("numpy",),
-    "torch": ("torch",),
-    "tensorflow": ("tensorflow", "tensorflow-cpu"),
-    "paddle": ("paddlepaddle", "paddlepaddle-gpu"),
-    "mxnet": ("mxnet", "mxnet-cu112", "mxnet-cu117"),
-}
-
 
 def _version(name: str) -> str | None:
-    for dist in _DISTS.get(name, (name,)):
+    for dist in registry.framework(name).distributions:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:

@@ -19,9 +19,10 @@ import numpy as np
 from . import dtypes as _dt
 from . import ops, registry
 from . import random as _random
-from .creation import _device, _leaf, _shape, _wrap_numpy, asarray, zeros
+from .creation import as_leaf, asarray, normalize_shape, zeros
 from .device import Device, as_device, cpu, gpu
-from .tensor import Tensor, _check_same
+from .dispatch import as_tensor, check_same, device_for, from_host
+from .tensors import Tensor
 
 __all__ = [
     "FloatTensor",
@@ -43,7 +44,7 @@ def tensor(
     Python floats give float32 and ints int64, as in PyTorch. ``requires_grad=True`` gives an
     ``md.nn.Parameter`` (floating point only; TypeError otherwise).
     """
-    return _leaf(asarray(data, dtype=dtype, device=device, copy=True), requires_grad)
+    return as_leaf(asarray(data, dtype=dtype, device=device, copy=True), requires_grad)
 
 
 def device(type: Any, index: int | None = None) -> Device:
@@ -82,7 +83,7 @@ class FloatTensor(metaclass=_TensorType):
 
 def mm(input: Any, mat2: Any) -> Tensor:
     """Matrix product of two 2-D tensors (``md.matmul`` for other ranks)."""
-    a, b = ops._tensor(input), ops._tensor(mat2, like=ops._tensor(input))
+    a, b = as_tensor(input), as_tensor(mat2, like=as_tensor(input))
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(
             f"Expected two 2-D tensors for mm. Received: shapes {a.shape} and {b.shape}. "
@@ -101,9 +102,9 @@ def allclose(
 ) -> bool:
     """True when ``|input - other| <= atol + rtol * |other|`` everywhere (broadcasting); equal
     infinities are close, NaNs only with ``equal_nan``. Computed on the tensors' device."""
-    a = ops._tensor(input)
-    b = ops._tensor(other, like=a)
-    _check_same(a, b)
+    a = as_tensor(input)
+    b = as_tensor(other, like=a)
+    check_same(a, b)
     dt = _dt.result_type(a.dtype, b.dtype)
     dt = dt if dt.kind == "f" else _dt.float32
     a, b = ops.astype(a, dt, copy=False), ops.astype(b, dt, copy=False)
@@ -121,7 +122,7 @@ def allclose(
 def _int_tensor(host: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     dt = _dt.int64 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
-    return _leaf(_wrap_numpy(bk, host.astype(dt.numpy), dt, _device(bk, device)), requires_grad)
+    return as_leaf(from_host(bk, host.astype(dt.numpy), dt, device_for(bk, device)), requires_grad)
 
 
 def randint(
@@ -147,7 +148,9 @@ def randint(
         raise TypeError("Expected a size for randint, e.g. md.randint(10, (2, 3)). Received none")
     if int(high) <= int(low):
         raise ValueError(f"Expected low < high for randint. Received: low={low}, high={high}")
-    host = _random.generator().integers(int(low), int(high), size=_shape(size), dtype=np.int64)
+    host = _random.generator().integers(
+        int(low), int(high), size=normalize_shape(size), dtype=np.int64
+    )
     return _int_tensor(host, dtype, device, requires_grad)
 
 
@@ -249,9 +252,10 @@ def _reduction(fn: Any, name: str):
     return method
 
 
-def _install() -> None:
-    """Attach the PyTorch-spelled methods to ``md.Tensor``."""
-    methods = {
+def tensor_methods() -> dict[str, Any]:
+    """The PyTorch-spelled methods of ``md.Tensor`` by name (``multidev.methods`` attaches
+    them with the rest)."""
+    methods: dict[str, Any] = {
         "cuda": _cuda,
         "cpu": _cpu,
         "t": _t,
@@ -267,8 +271,4 @@ def _install() -> None:
     }
     for name in ("sum", "mean", "prod", "argmax", "argmin"):
         methods[name] = _reduction(getattr(ops, name), name)
-    for name, method in methods.items():
-        setattr(Tensor, name, method)
-
-
-_install()
+    return methods

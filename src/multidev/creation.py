@@ -14,8 +14,9 @@ import numpy as np
 from . import dtypes as _dt
 from . import random as _random
 from . import registry
-from .device import Device, as_device, check_available, scoped_device
-from .tensor import Tensor
+from .device import Device
+from .dispatch import asarray, device_for, from_host
+from .tensors import Tensor
 
 __all__ = [
     "arange",
@@ -30,17 +31,6 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-
-
-def _device(bk, device: Any) -> Device:
-    if device is None:
-        dev = scoped_device()
-        if dev is None:
-            return bk.default_device()
-    else:
-        dev = as_device(device)
-    check_available(bk, dev)
-    return dev
 
 
 #: more bytes than any device holds (128 TiB): the limit where the machine's memory is unknown
@@ -94,7 +84,7 @@ def _dim(value: Any, shape: Any) -> int:
         ) from None
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
+def normalize_shape(shape: Any) -> tuple[int, ...]:
     """``shape`` as a tuple of non-negative ints: ``TypeError`` for anything but an int or a
     sequence of ints (a string is not a shape), ``ValueError`` for a negative size."""
     if (
@@ -120,13 +110,13 @@ def _varshape(shape: tuple, size: Any = None) -> tuple[int, ...]:
                 f"Expected the shape either as arguments or as size=. Received: both "
                 f"{shape!r} and size={size!r}"
             )
-        return _shape(size)
+        return normalize_shape(size)
     if len(shape) == 1 and hasattr(shape[0], "__iter__"):
-        return _shape(shape[0])
-    return _shape(shape)
+        return normalize_shape(shape[0])
+    return normalize_shape(shape)
 
 
-def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+def as_leaf(t: Tensor, requires_grad: bool) -> Tensor:
     """``t`` itself, or as an ``nn.Parameter`` (a tensor whose gradient ``backward`` fills)
     when ``requires_grad``; only floating-point tensors can have one."""
     if not requires_grad:
@@ -141,66 +131,6 @@ def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
     return Parameter(t)
 
 
-def _wrap_numpy(bk, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
-    return Tensor(bk.from_numpy(arr, dev), bk, dev, dt)
-
-
-def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
-    """A Tensor from a Tensor, native tensor, NumPy array, scalar or nested list.
-
-    Zero-copy where possible. Python floats become float32 and ints int64, as in PyTorch.
-    """
-    bk = registry.current()
-    dt = None if dtype is None else _dt.as_dtype(dtype)
-    if isinstance(obj, Tensor):
-        t = obj if obj._bk is bk else obj.to_backend(bk.name)
-        if dt is not None and dt is not t._dtype:
-            t = t.astype(dt)
-            copy = False
-        if device is not None:
-            return t.to(device, copy=bool(copy))
-        return t.to(t._dev, copy=True) if copy else t
-    if bk.tensor_types and isinstance(obj, bk.tensor_types):
-        native = obj
-        dev = bk.device_of(native)
-        t = Tensor(native, bk, dev, bk.dtype_of(native))
-        return asarray(t, dtype=dt, device=device, copy=copy)
-    dev = _device(bk, device)
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
-        arr = np.asarray(obj)
-        if arr.dtype.names is not None or (
-            arr.dtype.kind in "OUSV" and arr.dtype != _dt.bfloat16.numpy
-        ):
-            raise TypeError(f"Expected numeric data. Received: NumPy array of dtype {arr.dtype}")
-        src = _dt.from_numpy_dtype(arr.dtype)
-        dt = dt or src
-        if dt is not src:
-            arr = arr.astype(dt.numpy)
-        elif copy:
-            arr = arr.copy()
-        return _wrap_numpy(bk, arr, dt, dev)
-    if hasattr(obj, "__dlpack__") or hasattr(obj, "numpy"):
-        try:
-            return asarray(np.asarray(obj), dtype=dt, device=dev)
-        except Exception:
-            pass
-    try:
-        arr = np.asarray(obj)
-    except Exception as e:
-        raise TypeError(
-            f"Expected a tensor, array, scalar or nested list of numbers. Received: "
-            f"{type(obj).__name__} ({e})"
-        ) from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            "Expected a tensor, array, scalar or nested list of numbers. "
-            f"Received: {type(obj).__name__} giving NumPy dtype {arr.dtype}"
-        )
-    if dt is None:
-        dt = {"b": _dt.bool, "f": _dt.float32}.get(arr.dtype.kind, _dt.int64)
-    return _wrap_numpy(bk, arr.astype(dt.numpy), dt, dev)
-
-
 def full(
     shape: Any,
     fill_value: Any,
@@ -212,10 +142,10 @@ def full(
     """A tensor of ``shape`` filled with ``fill_value``."""
     bk = registry.current()
     dt = _dt.default_for(fill_value) if dtype is None else _dt.as_dtype(dtype)
-    dev = _device(bk, device)
-    shape = _shape(shape)
+    dev = device_for(bk, device)
+    shape = normalize_shape(shape)
     _check_bytes(shape, dt, dev)
-    return _leaf(Tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
+    return as_leaf(Tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
 
 
 def zeros(
@@ -289,7 +219,7 @@ def arange(
     else:
         dt = _dt.as_dtype(dtype)
     bk = registry.current()
-    dev = _device(bk, device)
+    dev = device_for(bk, device)
     if step == 0:
         raise ValueError("Expected a non-zero step for arange. Received: step=0")
     count = (stop - start) / step
@@ -300,7 +230,7 @@ def arange(
         )
     _check_bytes((max(0, math.ceil(count)),), dt, dev)
     arr = np.arange(start, stop, step, dtype=np.float64 if dt.kind == "f" else None)
-    return _leaf(_wrap_numpy(bk, arr.astype(dt.numpy), dt, dev), requires_grad)
+    return as_leaf(from_host(bk, arr.astype(dt.numpy), dt, dev), requires_grad)
 
 
 def eye(
@@ -314,11 +244,11 @@ def eye(
 ) -> Tensor:
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
-    dev = _device(bk, device)
-    shape = _shape((n_rows, n_rows if n_cols is None else n_cols))
+    dev = device_for(bk, device)
+    shape = normalize_shape((n_rows, n_rows if n_cols is None else n_cols))
     _check_bytes(shape, dt, dev)
     arr = np.eye(*shape, k=k, dtype=dt.numpy)
-    return _leaf(_wrap_numpy(bk, arr, dt, dev), requires_grad)
+    return as_leaf(from_host(bk, arr, dt, dev), requires_grad)
 
 
 def _random_tensor(
@@ -328,13 +258,13 @@ def _random_tensor(
     if dt.kind != "f":
         raise TypeError(f"Expected a floating-point dtype for random values. Received: {dt}")
     bk = registry.current()
-    dev = _device(bk, device)
+    dev = device_for(bk, device)
     shape = _varshape(shape)
     _check_bytes(shape, _dt.float32 if dt.numpy.itemsize < 4 else dt, dev)
     host = draw(shape)
     if dt is not _dt.float32:
         host = host.astype(dt.numpy)
-    return _wrap_numpy(bk, host, dt, dev)
+    return from_host(bk, host, dt, dev)
 
 
 def rand(
@@ -346,7 +276,7 @@ def rand(
 ) -> Tensor:
     """Uniform values in [0, 1); identical on every backend for one ``md.manual_seed``."""
     t = _random_tensor(_random.host_uniform, _varshape(shape, size), dtype, device)
-    return _leaf(t, requires_grad)
+    return as_leaf(t, requires_grad)
 
 
 def randn(
@@ -358,4 +288,4 @@ def randn(
 ) -> Tensor:
     """Standard normal values; identical on every backend for one ``md.manual_seed``."""
     t = _random_tensor(_random.host_normal, _varshape(shape, size), dtype, device)
-    return _leaf(t, requires_grad)
+    return as_leaf(t, requires_grad)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import dtypes as _dt
-from .tensor import _ARITH, Tensor, _binop, _check_same, _on
+from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, wrap
+from .tensors import Tensor
 
 __all__ = [
     "abs",
@@ -28,6 +29,7 @@ __all__ = [
     "greater",
     "less",
     "log",
+    "log1p",
     "matmul",
     "max",
     "maximum",
@@ -53,24 +55,6 @@ __all__ = [
 ]
 
 
-def _tensor(x: Any, like: Tensor | None = None) -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    from .creation import asarray
-
-    return asarray(x) if like is None else asarray(x, device=like.device)
-
-
-def _wrap(x: Tensor, native: Any, dtype: _dt.DType | None = None) -> Tensor:
-    bk = x._bk
-    return Tensor(native, bk, x._dev, bk.dtype_of(native) if dtype is None else dtype)
-
-
-def _call(x: Tensor, name: str, *args: Any) -> Any:
-    bk = x._bk
-    return _on(bk, x._dev, getattr(bk.ops, name), *args)
-
-
 def _axes(x: Tensor, axis: Any) -> tuple[int, ...] | None:
     if axis is None:
         return None
@@ -90,71 +74,67 @@ def _axis(x: Tensor, axis: int) -> int:
     return _axes(x, axis)[0]  # type: ignore[index]
 
 
-def _floating(x: Tensor) -> Tensor:
-    return x if x._dtype.kind == "f" else astype(x, _dt.float32)
-
-
 # ---------------------------------------------------------------- elementwise
 
 
 def add(x, y) -> Tensor:
-    return _tensor(x) + y
+    return as_tensor(x) + y
 
 
 def subtract(x, y) -> Tensor:
-    return _tensor(x) - y
+    return as_tensor(x) - y
 
 
 def multiply(x, y) -> Tensor:
-    return _tensor(x) * y
+    return as_tensor(x) * y
 
 
 def divide(x, y) -> Tensor:
-    return _tensor(x) / y
+    return as_tensor(x) / y
 
 
 def pow(x, y) -> Tensor:
-    return _tensor(x) ** y
+    return as_tensor(x) ** y
 
 
 def equal(x, y) -> Tensor:
-    return _tensor(x) == y
+    return as_tensor(x) == y
 
 
 def less(x, y) -> Tensor:
-    return _tensor(x) < y
+    return as_tensor(x) < y
 
 
 def greater(x, y) -> Tensor:
-    return _tensor(x) > y
+    return as_tensor(x) > y
 
 
 def negative(x) -> Tensor:
-    return -_tensor(x)
+    return -as_tensor(x)
 
 
 def abs(x) -> Tensor:
-    return builtins.abs(_tensor(x))
+    return builtins.abs(as_tensor(x))
 
 
 def maximum(x, y) -> Tensor:
-    x = _tensor(x)
-    return _binop(x, y, "maximum", _ARITH)
+    x = as_tensor(x)
+    return binop(x, y, "maximum", ARITH)
 
 
 def minimum(x, y) -> Tensor:
-    x = _tensor(x)
-    return _binop(x, y, "minimum", _ARITH)
+    x = as_tensor(x)
+    return binop(x, y, "minimum", ARITH)
 
 
 def matmul(x, y) -> Tensor:
-    return _tensor(x) @ _tensor(y, x)
+    return as_tensor(x) @ as_tensor(y, x)
 
 
 def _float_unary(name: str):
     def fn(x) -> Tensor:
-        x = _floating(_tensor(x))
-        return _wrap(x, _call(x, name, x._native), x._dtype)
+        x = floating(as_tensor(x))
+        return wrap(x, call(x, name, x._native), x._dtype)
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}; integer input is computed in float32."
@@ -163,6 +143,7 @@ def _float_unary(name: str):
 
 exp = _float_unary("exp")
 log = _float_unary("log")
+log1p = _float_unary("log1p")
 sqrt = _float_unary("sqrt")
 sin = _float_unary("sin")
 cos = _float_unary("cos")
@@ -171,39 +152,39 @@ floor = _float_unary("floor")
 
 
 def square(x) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     return x * x
 
 
 def clip(x, min: float | None = None, max: float | None = None) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     if min is None and max is None:
         return x
-    return _wrap(x, _call(x, "clip", x._native, min, max), x._dtype)
+    return wrap(x, call(x, "clip", x._native, min, max), x._dtype)
 
 
 def where(condition, x, y) -> Tensor:
     """Elements of ``x`` where ``condition`` holds, else of ``y``."""
-    cond = _tensor(condition)
+    cond = as_tensor(condition)
     if cond._dtype is not _dt.bool:
         raise TypeError(f"Expected a bool condition. Received: {cond._dtype}")
     ref = x if isinstance(x, Tensor) else (y if isinstance(y, Tensor) else cond)
-    x, y = _tensor(x, ref), _tensor(y, ref)
-    _check_same(cond, x)
-    _check_same(cond, y)
+    x, y = as_tensor(x, ref), as_tensor(y, ref)
+    check_same(cond, x)
+    check_same(cond, y)
     dt = _dt.result_type(x._dtype, y._dtype)
-    xn = x._native if x._dtype is dt else _call(x, "astype", x._native, dt)
-    yn = y._native if y._dtype is dt else _call(y, "astype", y._native, dt)
-    return _wrap(cond, _call(cond, "where", cond._native, xn, yn), dt)
+    xn = x._native if x._dtype is dt else call(x, "astype", x._native, dt)
+    yn = y._native if y._dtype is dt else call(y, "astype", y._native, dt)
+    return wrap(cond, call(cond, "where", cond._native, xn, yn), dt)
 
 
 def astype(x, dtype: Any, /, *, copy: bool = True) -> Tensor:
     """``x`` converted to ``dtype`` (a new tensor unless ``copy=False`` and nothing changes)."""
-    x = _tensor(x)
+    x = as_tensor(x)
     dt = _dt.as_dtype(dtype)
     if dt is x._dtype:
-        return x.to(x._dev, copy=True) if copy else x
-    return _wrap(x, _call(x, "astype", x._native, dt), dt)
+        return to(x, x._dev, copy=True) if copy else x
+    return cast(x, dt)
 
 
 # ---------------------------------------------------------------- reductions
@@ -211,22 +192,22 @@ def astype(x, dtype: Any, /, *, copy: bool = True) -> Tensor:
 
 def sum(x, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch."""
-    x = _tensor(x)
+    x = as_tensor(x)
     if x._dtype.kind != "f" and x._dtype is not _dt.int64:
         x = astype(x, _dt.int64)
-    return _wrap(x, _call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
+    return wrap(x, call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def prod(x, axis=None, keepdims: bool = False) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     if x._dtype.kind != "f" and x._dtype is not _dt.int64:
         x = astype(x, _dt.int64)
-    return _wrap(x, _call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
+    return wrap(x, call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def mean(x, axis=None, keepdims: bool = False) -> Tensor:
-    x = _floating(_tensor(x))
-    return _wrap(x, _call(x, "mean", x._native, _axes(x, axis), keepdims), x._dtype)
+    x = floating(as_tensor(x))
+    return wrap(x, call(x, "mean", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def _nonempty(x: Tensor, what: str) -> None:
@@ -235,38 +216,38 @@ def _nonempty(x: Tensor, what: str) -> None:
 
 
 def max(x, axis=None, keepdims: bool = False) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     _nonempty(x, "max")
-    return _wrap(x, _call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
+    return wrap(x, call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def min(x, axis=None, keepdims: bool = False) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     _nonempty(x, "min")
-    return _wrap(x, _call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
+    return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """Index of the largest element (first one on ties), as int64."""
-    x = _tensor(x)
+    x = as_tensor(x)
     _nonempty(x, "argmax")
     ax = None if axis is None else _axis(x, axis)
-    out = _call(x, "argmax", x._native, ax, keepdims)
-    return _wrap(x, out, _dt.int64)
+    out = call(x, "argmax", x._native, ax, keepdims)
+    return wrap(x, out, _dt.int64)
 
 
 def argmin(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     _nonempty(x, "argmin")
     ax = None if axis is None else _axis(x, axis)
-    return _wrap(x, _call(x, "argmin", x._native, ax, keepdims), _dt.int64)
+    return wrap(x, call(x, "argmin", x._native, ax, keepdims), _dt.int64)
 
 
 # ---------------------------------------------------------------- shapes
 
 
 def reshape(x, shape: Any, /) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
     size = x.size
     known = 1
@@ -279,11 +260,11 @@ def reshape(x, shape: Any, /) -> Tensor:
         raise ValueError(f"Expected a shape with {size} elements. Received: {shape} for {x.shape}")
     if -1 in shape:
         shape = tuple(size // known if s == -1 else s for s in shape)
-    return _wrap(x, _call(x, "reshape", x._native, shape), x._dtype)
+    return wrap(x, call(x, "reshape", x._native, shape), x._dtype)
 
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     shape = x.shape
     if not shape:
         return reshape(x, (1,))
@@ -295,16 +276,16 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def permute_dims(x, axes: Sequence[int]) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     axes = tuple(a % builtins.max(x.ndim, 1) for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"Expected a permutation of range({x.ndim}). Received: {axes}")
-    return _wrap(x, _call(x, "permute_dims", x._native, axes), x._dtype)
+    return wrap(x, call(x, "permute_dims", x._native, axes), x._dtype)
 
 
 def transpose(x, dim0: int = 0, dim1: int = 1) -> Tensor:
     """Swap two axes (PyTorch's ``transpose``)."""
-    x = _tensor(x)
+    x = as_tensor(x)
     axes = list(range(x.ndim))
     d0, d1 = _axis(x, dim0), _axis(x, dim1)
     axes[d0], axes[d1] = axes[d1], axes[d0]
@@ -314,36 +295,36 @@ def transpose(x, dim0: int = 0, dim1: int = 1) -> Tensor:
 def _same_all(xs: Sequence[Any]) -> tuple[list[Tensor], _dt.DType]:
     if not xs:
         raise ValueError("Expected at least one tensor. Received: an empty sequence")
-    ts = [_tensor(t) for t in xs]
+    ts = [as_tensor(t) for t in xs]
     dt = ts[0]._dtype
     for t in ts[1:]:
-        _check_same(ts[0], t)
+        check_same(ts[0], t)
         dt = _dt.result_type(dt, t._dtype)
     return ts, dt
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
     ts, dt = _same_all(arrays)
-    natives = [t._native if t._dtype is dt else _call(t, "astype", t._native, dt) for t in ts]
-    return _wrap(ts[0], _call(ts[0], "concat", natives, _axis(ts[0], axis)), dt)
+    natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
+    return wrap(ts[0], call(ts[0], "concat", natives, _axis(ts[0], axis)), dt)
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
     ts, dt = _same_all(arrays)
-    natives = [t._native if t._dtype is dt else _call(t, "astype", t._native, dt) for t in ts]
+    natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
     ax = axis % (ts[0].ndim + 1)
-    return _wrap(ts[0], _call(ts[0], "stack", natives, ax), dt)
+    return wrap(ts[0], call(ts[0], "stack", natives, ax), dt)
 
 
 def expand_dims(x, axis: int = 0) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     ax = axis % (x.ndim + 1)
     shape = x.shape
     return reshape(x, (*shape[:ax], 1, *shape[ax:]))
 
 
 def squeeze(x, axis=None) -> Tensor:
-    x = _tensor(x)
+    x = as_tensor(x)
     shape = x.shape
     axes = _axes(x, axis)
     if axes is None:

@@ -21,11 +21,12 @@ from typing import Any
 
 from . import registry
 from .device import Device, as_device, check_available, try_all_gpus
+from .dispatch import on as _on
 from .errors import DeviceError
 from .nn.module import Block
 from .nn.parameter import Parameter
 from .ops import concat
-from .tensor import Tensor, _on
+from .tensors import Tensor
 
 __all__ = ["DataParallel", "allreduce", "replicate", "split_batch"]
 

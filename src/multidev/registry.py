@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import importlib.util
 import os
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING
 
@@ -17,13 +19,19 @@ from .errors import BackendError
 if TYPE_CHECKING:
     from .contract import Adapter
 
-__all__ = ["available_backends", "get_backend", "set_backend", "use_backend"]
+__all__ = [
+    "Framework",
+    "available_backends",
+    "framework",
+    "get_backend",
+    "install_hint",
+    "set_backend",
+    "use_backend",
+]
 
 GROUP = "multidev.backends"
 ENV = "MULTIDEV_BACKEND"
 DEFAULT = "numpy"
-_EXTRA = {"tensorflow": "tensorflow", "torch": "torch", "paddle": "paddle", "mxnet": "mxnet"}
-_PIP_NAME = {"paddle": "paddlepaddle", "tensorflow": "tensorflow"}
 
 _lock = threading.RLock()
 _entry_points: dict[str, metadata.EntryPoint] | None = None
@@ -35,12 +43,30 @@ _context: contextvars.ContextVar[Adapter | None] = contextvars.ContextVar(
 )
 
 
+@dataclass(frozen=True)
+class Framework:
+    """What multidev needs to know of a framework without importing it: its import name, the
+    distributions that install it (the first one is the one to install), and the extra of
+    multidev that pulls it in. An adapter package exposes one as ``FRAMEWORK`` next to its
+    lazily imported ``Backend``."""
+
+    name: str
+    distributions: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def install_hint(self) -> str:
+        """The command that installs the framework: ``pip install 'multidev[torch]'``."""
+        if self.extra:
+            return f"pip install 'multidev[{self.extra}]'"
+        return f"pip install {(self.distributions or (self.name,))[0]}"
+
+
 def _discover() -> dict[str, metadata.EntryPoint]:
     global _entry_points
     if _entry_points is None:
         eps = {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
         if DEFAULT not in eps:  # running from a source tree without installed metadata
-            eps[DEFAULT] = metadata.EntryPoint(DEFAULT, "multidev.numpy_backend:Backend", GROUP)
+            eps[DEFAULT] = metadata.EntryPoint(DEFAULT, "multidev_numpy:Backend", GROUP)
         _entry_points = dict(sorted(eps.items()))
     return _entry_points
 
@@ -65,11 +91,23 @@ def available_backends() -> list[str]:
     return [n for n in _discover() if framework_installed(n)]
 
 
+def framework(name: str) -> Framework:
+    """What the adapter registered as ``name`` says of its framework (import name,
+    distributions, install extra), read from its package without importing the framework."""
+    ep = _discover().get(name)
+    if ep is not None:
+        try:
+            found = getattr(importlib.import_module(ep.module), "FRAMEWORK", None)
+        except ImportError:
+            found = None
+        if isinstance(found, Framework):
+            return found
+    return Framework(name, (name,))
+
+
 def install_hint(name: str) -> str:
-    extra = _EXTRA.get(name)
-    if extra:
-        return f"pip install 'multidev[{extra}]'"
-    return f"pip install {_PIP_NAME.get(name, name)}"
+    """The command that installs the framework of backend ``name``."""
+    return framework(name).install_hint()
 
 
 def load(name: str) -> Adapter:

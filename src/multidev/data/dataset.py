@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import random as _random
-from ..tensor import Tensor
+from ..tensors import Tensor
 
 __all__ = ["Dataset", "Subset", "TensorDataset", "random_split"]
 

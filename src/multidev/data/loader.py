@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import random as _random
-from ..tensor import Tensor
+from ..tensors import Tensor
 
 __all__ = ["DataLoader", "default_collate"]
 

@@ -24,7 +24,7 @@ from typing import Any
 from .. import registry
 from ..device import Device
 from ..errors import BackendError
-from ..tensor import Tensor
+from ..tensors import Tensor
 from .ddp import DistributedDataParallel
 from .group import DistributedError, Group, LocalGroup
 from .sampler import DistributedSampler

@@ -11,7 +11,7 @@ import numpy as np
 from .. import autograd
 from ..nn.module import Block
 from ..ops import concat, reshape
-from ..tensor import Tensor
+from ..tensors import Tensor
 from .group import DistributedError
 
 __all__ = ["DistributedDataParallel"]

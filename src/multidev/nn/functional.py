@@ -7,9 +7,14 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import _call, _floating, _tensor, _wrap
+from ..dispatch import as_tensor as _tensor
+from ..dispatch import call as _call
+from ..dispatch import check_same as _check_same
+from ..dispatch import floating as _floating
+from ..dispatch import on as _on
+from ..dispatch import wrap as _wrap
 from ..random import host_uniform
-from ..tensor import Tensor, _check_same, _on
+from ..tensors import Tensor
 
 __all__ = [
     "cross_entropy",

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..random import host_normal, host_uniform
-from ..tensor import Tensor
+from ..tensors import Tensor
 from .parameter import UninitializedParameter
 
 __all__ = [

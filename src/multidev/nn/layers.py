@@ -7,7 +7,8 @@ from typing import Any
 
 from .. import ops
 from ..creation import asarray
-from ..tensor import Tensor
+from ..dispatch import as_tensor
+from ..tensors import Tensor
 from . import functional as F
 from . import init
 from .module import Block
@@ -98,7 +99,7 @@ class LazyLinear(Linear):
         if w.initialized:
             self.in_features = w.shape[1]
         else:
-            shape = X.shape if isinstance(X, Tensor) else ops._tensor(X).shape
+            shape = X.shape if isinstance(X, Tensor) else as_tensor(X).shape
             if not shape:
                 raise ValueError(
                     "Expected an input with at least one dimension to infer in_features. "

@@ -8,8 +8,11 @@ from typing import Any
 
 from .. import ops
 from ..creation import arange
-from ..ops import _call, _floating, _tensor, _wrap
-from ..tensor import Tensor
+from ..dispatch import as_tensor as _tensor
+from ..dispatch import call as _call
+from ..dispatch import floating as _floating
+from ..dispatch import wrap as _wrap
+from ..tensors import Tensor
 from .module import Block
 
 __all__ = ["CrossEntropyLoss", "MSELoss", "cross_entropy", "mse_loss"]

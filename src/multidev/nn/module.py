@@ -18,8 +18,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import as_device, check_available
 from ..errors import StateDictError
-from ..tensor import Tensor
-from .parameter import Parameter, UninitializedParameter, _same_backend
+from ..tensors import Tensor
+from .parameter import Parameter, UninitializedParameter
+from .parameter import same_backend as _same_backend
 
 __all__ = ["Block", "IncompatibleKeys", "Module", "Sequential"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import registry
-from ..tensor import Tensor
+from ..tensors import Tensor
 
-__all__ = ["call", "mirror", "native_module"]
+__all__ = ["NativeBlockMixin", "call", "mirror", "native_module"]
 
 
 def _adapter(block: Any) -> Any:
@@ -70,6 +70,57 @@ def mirror(native: Any, block: Any, memo: dict[int, Any] | None) -> tuple[list, 
             sub = memo.get(id(child))
             children.append((name, sub if sub is not None else type(native)(child, memo)))
     return params, children
+
+
+class NativeBlockMixin:
+    """What every adapter's native module class shares; the adapter subclasses it together
+    with the framework's module class and says how that class registers parameters and
+    children. ``_md_mirror(block, memo)`` (called from ``__init__`` after the framework's
+    own) registers the Block's own variables and a native module per child; ``forward``
+    runs the Block on native tensors."""
+
+    #: the framework's module class, named in the error for a reserved attribute name
+    _md_framework_class = "the native module"
+    #: attribute names the framework's module class uses itself (assignment would clash)
+    _md_reserved: frozenset[str] = frozenset()
+    #: the framework's methods that register a parameter and a child module by name (torch
+    #: ``register_parameter``, ``add_module``); None: plain attributes, checked by ``_md_put``
+    _md_register: tuple[str, str] | None = None
+    _md_block: Any
+
+    def _md_mirror(self, block: Any, memo: dict[int, Any] | None) -> None:
+        object.__setattr__(self, "_md_block", block)
+        params, children = mirror(self, block, memo)
+        for name, var in params:
+            self._md_add_parameter(name, var)
+        for name, sub in children:
+            self._md_add_child(name, sub)
+
+    def _md_put(self, name: str, value: Any) -> None:
+        """Set ``value`` as attribute ``name``, refusing names the framework's class uses."""
+        if name in self._md_reserved or name.startswith("_"):
+            raise ValueError(
+                f"Expected parameter and sub-block names that {self._md_framework_class} does "
+                f"not use. Received: {name!r} in {type(self._md_block).__name__}. Rename that "
+                "attribute of the Block to use it through net.native on this backend."
+            )
+        setattr(self, name, value)
+
+    def _md_add_parameter(self, name: str, var: Any) -> None:
+        if self._md_register is None:
+            self._md_put(name, var)
+        else:
+            getattr(self, self._md_register[0])(name, var)
+
+    def _md_add_child(self, name: str, sub: Any) -> None:
+        if self._md_register is None:
+            self._md_put(name, sub)
+        else:
+            getattr(self, self._md_register[1])(name, sub)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the Block on native tensors; native tensors out."""
+        return call(self._md_block, args, kwargs)
 
 
 def _wrap(bk: Any, x: Any) -> Any:

@@ -22,10 +22,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import registry
-from ..creation import _device, asarray
 from ..device import as_device, check_available
+from ..dispatch import asarray
+from ..dispatch import device_for as _device
+from ..dispatch import on as _on
 from ..errors import DeferredInitializationError
-from ..tensor import Tensor, _on
+from ..tensors import Tensor
 
 __all__ = ["Parameter", "UninitializedParameter"]
 
@@ -78,7 +80,7 @@ class Parameter(Tensor):
 
     @data.setter
     def data(self, value: Any) -> None:
-        t = _same_backend(self, value)
+        t = same_backend(self, value)
         if t.shape == self.shape:
             self[...] = t.to(self._dev)
             return
@@ -113,7 +115,7 @@ class Parameter(Tensor):
         if value is None:
             t = None
         else:
-            t = _same_backend(self, value).to(self._dev)
+            t = same_backend(self, value).to(self._dev)
             if t.shape != self.shape:
                 raise ValueError(
                     f"Expected a gradient of the parameter's shape {self.shape}. "
@@ -226,7 +228,7 @@ class UninitializedParameter(Parameter):
         """Give the parameter its shape and values, then run the recorded initialisers."""
         bk, dev = self._bk, self._dev
         if isinstance(values, Tensor):
-            t = _same_backend(self, values).to(dev)
+            t = same_backend(self, values).to(dev)
             native = t._native
             if t._dtype is not self._dtype:
                 native = _on(bk, dev, bk.ops.astype, native, self._dtype)
@@ -242,7 +244,7 @@ class UninitializedParameter(Parameter):
                 fn(self, *args, **kwargs)
 
 
-def _same_backend(p: Parameter, value: Any) -> Tensor:
+def same_backend(p: Parameter, value: Any) -> Tensor:
     """``value`` as a Tensor of ``p``'s backend and dtype (converted through host memory if needed)."""
     bk = p._bk
     if isinstance(value, Tensor):

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import ops
-from ..tensor import Tensor
+from ..tensors import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 

@@ -26,8 +26,10 @@ from .. import dtypes as _dt
 from .. import ops
 from ..autograd import paused
 from ..creation import full_like, zeros_like
+from ..dispatch import check_same as _check_same
+from ..dispatch import on as _on
 from ..errors import StateDictError
-from ..tensor import Tensor, _check_same, _on
+from ..tensors import Tensor
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
 

@@ -4,32 +4,11 @@ object."""
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
 import multidev as md
 from multidev import nn
-
-
-def _is_trainable_variable(name: str, var) -> bool | None:
-    """Whether ``var`` is the named framework's trainable variable (None: framework unknown)."""
-    if name == "numpy":
-        return isinstance(var, np.ndarray)
-    if name == "torch":
-        torch = importlib.import_module("torch")
-        return isinstance(var, torch.nn.Parameter) and var.requires_grad
-    if name == "tensorflow":
-        tf = importlib.import_module("tensorflow")
-        return isinstance(var, tf.Variable) and var.trainable
-    if name == "paddle":
-        framework = importlib.import_module("paddle.base.framework")
-        return isinstance(var, framework.EagerParamBase) and not var.stop_gradient
-    if name == "mxnet":
-        gluon = importlib.import_module("mxnet.gluon")
-        return isinstance(var, gluon.Parameter) and var.grad_req != "null"
-    return None
 
 
 def _variable_values(bk, p) -> np.ndarray:
@@ -68,8 +47,9 @@ def test_native_is_the_frameworks_trainable_variable(bk):
     lin = nn.Linear(3, 2)
     for p in lin.parameters():
         assert type(p.native) is type(bk.make_variable(md.ones(1).native))
-        known = _is_trainable_variable(bk.name, p.native)
-        assert known in (None, True), f"{type(p.native)} is not {bk.name}'s trainable variable"
+        assert bk.is_trainable_variable(p.native), (
+            f"{type(p.native)} is not {bk.name}'s trainable variable"
+        )
         np.testing.assert_array_equal(_variable_values(bk, p), p.numpy())
 
 

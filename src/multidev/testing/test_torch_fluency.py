@@ -130,7 +130,7 @@ def test_tensor_is_the_function_and_the_module_stays_importable():
     import importlib
 
     assert callable(md.tensor) and callable(md.device)
-    assert importlib.import_module("multidev.tensor").Tensor is md.Tensor
+    assert importlib.import_module("multidev.tensors").Tensor is md.Tensor
     assert importlib.import_module("multidev.device").Device is md.Device
 
 

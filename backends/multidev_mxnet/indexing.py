@@ -1,0 +1,141 @@
+"""NumPy indexing on MXNet arrays: zero-size and 0-d arrays, bool arrays (several of MXNet's
+assignment kernels lack bool), and bounds-checked index arrays for assignment."""
+
+from __future__ import annotations
+
+import numpy as np
+from mxnet import np as mnp
+
+__all__ = ["getitem", "like", "setitem"]
+
+_BOOL = np.dtype(np.bool_)
+_UINT8 = np.dtype(np.uint8)
+_INT64 = np.dtype(np.int64)
+_SCALARS = (bool, int, float)
+_EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
+
+
+def like(x, value):
+    """A 0-d array holding ``value`` with x's dtype and context."""
+    return mnp.full((), value, dtype=x.dtype, ctx=x.ctx)
+
+
+def _only_new_axes(key) -> bool:
+    """Whether ``key`` only adds axes (None, Ellipsis, ()): all a 0-d array can take."""
+    items = key if type(key) is tuple else (key,)
+    return all(k is None or k is Ellipsis for k in items)
+
+
+def _has_array(key) -> bool:
+    if type(key) is tuple:
+        return any(isinstance(k, mnp.ndarray) for k in key)
+    return isinstance(key, mnp.ndarray)
+
+
+def _host_key(key):
+    if type(key) is tuple:
+        return tuple(_host_key(k) for k in key)
+    return key.asnumpy() if isinstance(key, mnp.ndarray) else key
+
+
+def getitem(x, key):
+    if _has_array(key) and 0 in x.shape:
+        # MXNet's gather kernels crash on zero-size arrays: the result holds no values anyway
+        shape = np.empty(x.shape, dtype=np.bool_)[_host_key(key)].shape
+        return mnp.zeros(shape, dtype=x.dtype, ctx=x.ctx)
+    try:
+        return x[key]
+    except IndexError:
+        if x.ndim != 0 or not _only_new_axes(key):
+            raise
+    items = key if type(key) is tuple else (key,)
+    return x.reshape((1,) * sum(k is None for k in items))
+
+
+def _key_dims(k) -> int:
+    """How many dimensions of the indexed array a (non-Ellipsis) key item consumes."""
+    if k is None or type(k) is bool:
+        return 0
+    if isinstance(k, mnp.ndarray) and k.dtype == _BOOL:
+        return k.ndim
+    return 1
+
+
+def _checked_write_key(x, key):
+    """``key`` for an assignment, with integer index arrays bounds-checked and made
+    non-negative: MXNet's scatter kernels take them as they are, so a negative or too large
+    index would write outside the array."""
+    items = key if type(key) is tuple else (key,)
+    if not any(isinstance(k, mnp.ndarray) for k in items):
+        return key
+    shape = x.shape
+    rest = len(shape) - sum(_key_dims(k) for k in items if k is not Ellipsis)
+    out, dim = [], 0
+    for k in items:
+        if k is Ellipsis:
+            dim += rest
+        elif isinstance(k, mnp.ndarray) and k.dtype != _BOOL:
+            size = shape[dim]
+            k = k.astype(_INT64) if k.dtype != _INT64 else k
+            if k.size:
+                lo, hi = int(k.min()), int(k.max())
+                bad = hi if hi >= size else (lo if lo < -size else None)
+                if bad is not None:
+                    raise IndexError(
+                        f"index {bad} is out of bounds for axis {dim} with size {size}"
+                    )
+                if lo < 0:
+                    k = k + (k < 0).astype(_INT64) * size
+            dim += 1
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            size = shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {size}")
+            k = int(k) % size
+            dim += 1
+        else:
+            dim += _key_dims(k)
+        out.append(k)
+    return tuple(out)
+
+
+def _write_zero_dim(x, key, value) -> None:
+    """``x[key] = value`` for a 0-d x, whose only keys MXNet takes are ``()``: keys that only
+    add axes (None, Ellipsis), or a 0-d bool mask."""
+    items = key if type(key) is tuple else (key,)
+    masks = [k for k in items if isinstance(k, mnp.ndarray)]
+    if any(
+        k is not None and k is not Ellipsis and not isinstance(k, mnp.ndarray) for k in items
+    ) or (masks and (len(masks) > 1 or masks[0].dtype != _BOOL or masks[0].ndim != 0)):
+        raise IndexError(f"Expected a key for a 0-d array. Received: {key!r}")
+    scalar = isinstance(value, _SCALARS)
+    if not scalar:
+        if value.size == 0:
+            return
+        value = value.reshape(())
+    if masks:
+        value = mnp.where(masks[0], like(x, value) if scalar else value, x)
+    x[()] = value
+
+
+def setitem(x, key, value):
+    """``x[key] = value`` in place; returns x."""
+    if type(value) is int and abs(value) > _EXACT_INT:
+        value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
+    elif x.dtype == _BOOL and not isinstance(value, _SCALARS):
+        # several of MXNet's assignment kernels lack bool: assign in uint8, copy back
+        staged = x.astype(_UINT8)
+        setitem(staged, key, value.astype(_UINT8))
+        x[...] = staged.astype(_BOOL)
+        return x
+    if _has_array(key):
+        if 0 in x.shape:  # nothing to write (MXNet's scatter kernels crash on it)
+            return x
+        key = _checked_write_key(x, key)
+    try:
+        x[key] = value
+    except IndexError:
+        if x.ndim != 0:
+            raise
+        _write_zero_dim(x, key, value)
+    return x

@@ -1,0 +1,325 @@
+"""The MXNet op table: NumPy semantics on ``mxnet.numpy`` arrays, with exact paths for what
+MXNet's kernels lack (integer and bool matmul, integer floor division and remainder,
+reductions of zero-size arrays)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import mxnet as mx
+import numpy as np
+from mxnet import np as mnp
+from mxnet import npx
+
+from multidev import dtypes as _dt
+from multidev.contract import op_table
+
+from .dtypes import native
+from .indexing import getitem, like
+
+__all__ = ["FLOATS", "OPS"]
+
+_BOOL = np.dtype(np.bool_)
+_UINT8 = np.dtype(np.uint8)
+_INT64 = np.dtype(np.int64)
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+FLOATS = frozenset({_F16, _F32, np.dtype(np.float64)})
+_GEMM = frozenset({_F32, np.dtype(np.float64)})  # what MXNet's CPU matmul kernels take
+_GPU_TYPEID = mx.gpu(0).device_typeid
+_SCALARS = (bool, int, float)
+
+
+def _on_gpu(x) -> bool:
+    return x.ctx.device_typeid == _GPU_TYPEID
+
+
+def _arrays(a, b):
+    """Both operands as arrays (a Python scalar becomes a 0-d array like the other one)."""
+    if isinstance(a, _SCALARS):
+        a = like(b, a)
+    elif isinstance(b, _SCALARS):
+        b = like(a, b)
+    return a, b
+
+
+def _no_bool(name: str, x) -> None:
+    if x.dtype == _BOOL:
+        raise TypeError(
+            f"Expected numeric tensors for {name}. Received: bool tensors. "
+            "Cast them first, e.g. with .astype(md.int64)."
+        )
+
+
+def _where(cond, a, b):
+    if 0 not in cond.shape and 0 not in a.shape and 0 not in b.shape:
+        return mnp.where(cond, a, b)
+    # MXNet's where aborts the process when it broadcasts zero-size arrays
+    shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
+    return mnp.zeros(shape, dtype=a.dtype, ctx=a.ctx)
+
+
+def _trunc_divide(a, b):
+    """Integer division rounding toward zero, computed exactly by MXNet's integer kernel."""
+    return mx.nd.broadcast_div(a.as_nd_ndarray(), b.as_nd_ndarray()).as_np_ndarray()
+
+
+def _int_divmod(a, b):
+    """Exact floor division and remainder of integer arrays, as NumPy computes them (x // 0
+    and x % 0 are 0; MXNet's own mod goes through float64 and loses digits beyond 2**53)."""
+    zero = b == 0
+    signed = a.dtype != _UINT8
+    special = zero + (b == -1) if signed else zero  # bool + bool: logical or
+    safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
+    q = _trunc_divide(a, safe)
+    r = a - q * safe
+    if signed:
+        q = _where(b == -1, -a, q)
+        off = (r != 0) * ((r < 0) != (b < 0))  # bool * bool: logical and
+        q = q - off.astype(q.dtype)
+        r = r + b * off.astype(r.dtype)
+    keep = mnp.logical_not(zero).astype(q.dtype)
+    return q * keep, r
+
+
+def _floor_divide(a, b):
+    """NumPy's floor division: rounds toward minus infinity; x // 0 is ±inf/nan for floats
+    and 0 for integers."""
+    a, b = _arrays(a, b)
+    _no_bool("//", a)
+    if a.dtype in FLOATS:
+        m = mnp.mod(a, b)
+        div = (a - m) / b
+        q = mnp.floor(div)
+        q = q + (div - q > 0.5).astype(q.dtype)
+        return _where(b == 0, a / b, q)
+    return _int_divmod(a, b)[0]
+
+
+def _remainder(a, b):
+    """NumPy's remainder: the sign of the divisor; x % 0 is nan for floats and 0 for integers."""
+    a, b = _arrays(a, b)
+    _no_bool("%", a)
+    if a.dtype in FLOATS:
+        m = mnp.mod(a, b)
+        return _where(b == 0, like(m, np.nan), m)
+    return _int_divmod(a, b)[1]
+
+
+def _add(a, b):
+    if type(a) is bool or type(b) is bool:  # MXNet gives int64 for bool + Python bool
+        a, b = _arrays(a, b)
+    return a + b
+
+
+def _multiply(a, b):
+    if type(a) is bool or type(b) is bool:
+        a, b = _arrays(a, b)
+    return a * b
+
+
+def _pow(a, b):
+    out = a**b
+    like = b if isinstance(a, _SCALARS) else a
+    if out.dtype != like.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
+        out = out.astype(like.dtype)
+    return out
+
+
+def _matmul_by_sum(a, b):
+    """Exact matmul for dtypes MXNet's kernels lack (integers, bool), with the Array API's
+    rules for 1-D operands and broadcast batch dimensions."""
+    a2 = mnp.expand_dims(a, 0) if a.ndim == 1 else a
+    b2 = mnp.expand_dims(b, -1) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(
+            f"Expected matmul operands with matching inner dimensions. "
+            f"Received: shapes {a.shape} and {b.shape}"
+        )
+    if a2.size == 0 or b2.size == 0:  # MXNet cannot reduce zero-size arrays
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        out = mnp.zeros((*batch, a2.shape[-2], b2.shape[-1]), dtype=_INT64, ctx=a.ctx)
+    else:
+        out = (mnp.expand_dims(a2, -1) * mnp.expand_dims(b2, -3)).sum(axis=-2)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    if a.ndim == 1:
+        out = out.squeeze(-1 if b.ndim == 1 else -2)
+    return out.astype(a.dtype) if out.dtype != a.dtype else out
+
+
+def _matmul(a, b):
+    dt = a.dtype
+    if dt in _GEMM or (dt == _F16 and _on_gpu(a)):
+        return mnp.matmul(a, b)
+    if dt == _F16:
+        return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
+    return _matmul_by_sum(a, b)
+
+
+def _linear(x, w, b):
+    """``x @ w.T + b`` through MXNet's fused ``fully_connected`` where its kernels allow."""
+    dt = x.dtype
+    if (dt in _GEMM or (dt == _F16 and _on_gpu(x))) and 0 not in x.shape and 0 not in w.shape:
+        if b is None:
+            return npx.fully_connected(x, w, num_hidden=w.shape[0], no_bias=True, flatten=False)
+        return npx.fully_connected(x, w, b, num_hidden=w.shape[0], flatten=False)
+    y = _matmul(x, mnp.transpose(w))
+    return y if b is None else y + b
+
+
+def _maximum(a, b):
+    if isinstance(a, _SCALARS):
+        a, b = b, a
+    if a.dtype == _BOOL:
+        a, b = _arrays(a, b)
+        return a + b  # logical or
+    return mnp.maximum(a, b)
+
+
+def _minimum(a, b):
+    if isinstance(a, _SCALARS):
+        a, b = b, a
+    if a.dtype == _BOOL:
+        a, b = _arrays(a, b)
+        return a * b  # logical and
+    return mnp.minimum(a, b)
+
+
+def _logical_and(a, b):
+    a, b = _arrays(a, b)
+    return a * b
+
+
+def _logical_or(a, b):
+    a, b = _arrays(a, b)
+    return a + b
+
+
+def _negative(x):
+    if x.dtype == _BOOL:
+        raise TypeError(
+            "Expected a numeric tensor for unary -. Received: a bool tensor. "
+            "Use ~x for logical negation."
+        )
+    return -x
+
+
+def _same_if_bool(fn: Callable) -> Callable:
+    def op(x):
+        return x.copy() if x.dtype == _BOOL else fn(x)
+
+    return op
+
+
+def _through_uint8(fn: Callable) -> Callable:
+    """``fn`` computed on uint8 for bool input (MXNet's kernels for it lack bool), cast back."""
+
+    def op(x, *args):
+        if x.dtype == _BOOL:
+            return fn(x.astype(_UINT8), *args).astype(_BOOL)
+        return fn(x, *args)
+
+    return op
+
+
+def _reduced_shape(x, axis, keepdims) -> tuple[int, ...]:
+    return np.sum(np.empty(x.shape, dtype=np.bool_), axis=axis, keepdims=keepdims).shape
+
+
+def _reduction(fn: Callable, empty: float | None) -> Callable:
+    """An (x, axis, keepdims) reduction; ``axis=()`` reduces nothing. Zero-size input is
+    answered here (MXNet fails on it): ``empty`` is the result of reducing no elements (0 for
+    sum, 1 for prod, nan for mean; None where that is an error, as for max)."""
+
+    def reduce(x, axis, keepdims):
+        if axis is not None:
+            if not axis:
+                return x.copy()
+            if x.ndim == 0:
+                axis = None
+        if 0 in x.shape:
+            shape = _reduced_shape(x, axis, keepdims)
+            if empty is None and 0 not in shape:
+                raise ValueError(
+                    f"Expected a non-empty reduction for {fn.__name__}. Received: shape "
+                    f"{x.shape} reduced over axis {axis}, which holds no elements."
+                )
+            return mnp.full(shape, 0 if empty is None else empty, dtype=x.dtype, ctx=x.ctx)
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    return reduce
+
+
+def _arg(fn: Callable) -> Callable:
+    def arg(x, axis, keepdims):
+        if x.dtype == _BOOL:
+            x = x.astype(_UINT8)
+        out = fn(x, axis=axis)
+        if keepdims:
+            out = out.reshape((1,) * x.ndim) if axis is None else mnp.expand_dims(out, axis)
+        return out
+
+    return arg
+
+
+def _softmax(x, axis):
+    if x.dtype == _F16:
+        return npx.softmax(x.astype(_F32), axis=axis).astype(_F16)
+    return npx.softmax(x, axis=axis)
+
+
+def _log_softmax(x, axis):
+    if 0 in x.shape:
+        return x.copy()
+    # MXNet's own log_softmax kernel loses about 1e-4 relative accuracy in float32
+    s = x - mnp.max(x, axis=axis, keepdims=True)
+    return s - mnp.log(mnp.sum(mnp.exp(s), axis=axis, keepdims=True))
+
+
+def _clip(x, lo, hi):
+    if x.dtype == _BOOL:
+        return mnp.clip(x.astype(_F32), lo, hi).astype(_BOOL)
+    return mnp.clip(x, lo, hi)
+
+
+def _astype(x, dt: _dt.DType):
+    return x.astype(native(dt))
+
+
+OPS = op_table(
+    mnp,
+    abs=_same_if_bool(mnp.abs),
+    add=_add,
+    argmax=_arg(mnp.argmax),
+    argmin=_arg(mnp.argmin),
+    astype=_astype,
+    clip=_clip,
+    concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
+    copy=lambda x: x.copy(),
+    floor=_same_if_bool(mnp.floor),
+    floor_divide=_floor_divide,
+    getitem=getitem,
+    linear=_linear,
+    log_softmax=_log_softmax,
+    logical_and=_logical_and,
+    logical_or=_logical_or,
+    matmul=_matmul,
+    max=_reduction(mnp.max, None),
+    maximum=_maximum,
+    mean=_reduction(mnp.mean, np.nan),
+    min=_reduction(mnp.min, None),
+    minimum=_minimum,
+    multiply=_multiply,
+    negative=_negative,
+    permute_dims=_through_uint8(mnp.transpose),
+    pow=_pow,
+    prod=_reduction(mnp.prod, 1),
+    relu=_same_if_bool(npx.relu),
+    remainder=_remainder,
+    sigmoid=npx.sigmoid,
+    softmax=_softmax,
+    stack=lambda xs, axis: mnp.stack(xs, axis=axis),
+    sum=_reduction(mnp.sum, 0),
+    where=_where,
+)

@@ -1,0 +1,120 @@
+"""The NumPy op table. Its results are the expected values of the conformance suite, so
+every op is written in the plainest NumPy. Results are always ``np.ndarray`` (NumPy returns
+scalars for 0-d results; those are wrapped back into 0-d arrays so that they stay mutable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from multidev.contract import op_table
+
+__all__ = ["OPS", "writable"]
+
+_asarray = np.asarray
+
+
+def _arr(fn):
+    def wrapped(*args):
+        out = fn(*args)
+        return out if type(out) is np.ndarray else _asarray(out)
+
+    wrapped.__name__ = getattr(fn, "__name__", "op")
+    return wrapped
+
+
+_PY_SCALARS = (int, float, bool)
+
+
+def _binary(fn):
+    """A binary op. NumPy 1.x casts by value when one side is 0-d or a Python scalar; the core
+    has already chosen the result dtype, so a Python scalar is given the array's dtype."""
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        return _arr(fn)
+
+    def wrapped(a, b):
+        if type(a) in _PY_SCALARS:
+            a = b.dtype.type(a)
+        elif type(b) in _PY_SCALARS:
+            b = a.dtype.type(b)
+        out = fn(a, b)
+        return out if type(out) is np.ndarray else _asarray(out)
+
+    return wrapped
+
+
+def _softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    s = x - np.max(x, axis=axis, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+def _reduce(fn):
+    return _arr(lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims))
+
+
+def _arg(fn):
+    def f(x, axis, keepdims):
+        out = fn(x, axis=axis)
+        if keepdims:
+            out = np.expand_dims(out, tuple(range(x.ndim)) if axis is None else axis)
+        return _asarray(out, dtype=np.int64)
+
+    return f
+
+
+def writable(x: np.ndarray) -> np.ndarray:
+    if not x.flags.writeable:
+        raise ValueError("Expected a writable array. Received: a read-only NumPy array")
+    return x
+
+
+#: the binary ops: NumPy's function of the same name, but for divide and pow
+_BINARY = {
+    "divide": np.true_divide,
+    "pow": np.power,
+    **{
+        name: getattr(np, name)
+        for name in (
+            *("add", "subtract", "multiply", "floor_divide", "remainder", "maximum", "minimum"),
+            *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
+            *("logical_and", "logical_or"),
+        )
+    },
+}
+
+OPS = op_table(
+    np,
+    wrap=lambda fn, name: _arr(fn),
+    **{name: _binary(fn) for name, fn in _BINARY.items()},
+    matmul=_arr(np.matmul),
+    negative=_arr(np.negative),
+    abs=_arr(np.abs),
+    sigmoid=_arr(_sigmoid),
+    relu=_arr(lambda x: np.maximum(x, x.dtype.type(0))),
+    sum=_reduce(np.sum),
+    mean=_reduce(np.mean),
+    max=_reduce(np.max),
+    min=_reduce(np.min),
+    prod=_reduce(np.prod),
+    argmax=_arg(np.argmax),
+    argmin=_arg(np.argmin),
+    permute_dims=_arr(np.transpose),
+    concat=_arr(lambda xs, axis: np.concatenate(xs, axis=axis)),
+    stack=_arr(lambda xs, axis: np.stack(xs, axis=axis)),
+    clip=_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)),
+    softmax=_arr(_softmax),
+    log_softmax=_arr(_log_softmax),
+    getitem=_arr(lambda x, key: x[key]),
+    astype=lambda x, dt: x.astype(dt.numpy),
+    copy=np.array,
+)

@@ -1,0 +1,297 @@
+"""The Paddle op table: NumPy semantics on Paddle tensors.
+
+Paddle lacks many CPU kernels (float16 and bfloat16 arithmetic, small integers, bool). An op
+that meets a dtype without a kernel on a place computes in a wider dtype (float32, int32) and
+casts back, which gives NumPy's results, integer wrap-around included; it learns this on the
+first failure, so later calls pay one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+
+from multidev import dtypes as _dt
+from multidev.contract import op_table
+
+from .dtypes import NATIVE, dtype_name, md_dtype
+
+__all__ = ["FLOATS", "OPS", "native_key"]
+
+_Tensor = paddle.Tensor
+_UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
+_F32 = paddle.float32
+_INF = math.inf
+FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
+_INT_RANGE = {
+    _dt.bool: (0, 1),
+    **{
+        d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max))
+        for d in (_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64)
+    },
+}
+_INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
+_PLAIN_KEYS = (int, slice)
+
+#: the dtype an op computes in where Paddle has no kernel for the tensor's own dtype
+_WIDER = {
+    _dt.float16: _F32,
+    _dt.bfloat16: _F32,
+    _dt.uint8: _INT32,
+    _dt.int8: _INT32,
+    _dt.int16: _INT32,
+    _dt.bool: _INT32,
+}
+#: the same for ops that NumPy and PyTorch do not define on bool (``-``, ``//``, ``%``, ``**``)
+_NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
+
+
+def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int | None = None):
+    """``fn`` that computes in a wider dtype where Paddle has no kernel for the input's dtype.
+
+    The dtype is that of the first tensor argument; arguments of that dtype (among the first
+    ``cast``) are widened, and with ``back`` the result is cast back to it.
+    """
+    widened: dict = {}  # md dtype -> {place: Paddle dtype to compute in}
+
+    def first_tensor(args):
+        return args[0] if isinstance(args[0], _Tensor) else args[1]
+
+    def widen(args, dt, w):
+        n = len(args) if cast is None else cast
+        wide_args = [
+            a.astype(w) if i < n and isinstance(a, _Tensor) and md_dtype(a.dtype) is dt else a
+            for i, a in enumerate(args)
+        ]
+        out = fn(*wide_args)
+        return out.astype(NATIVE[dt]) if back and md_dtype(out.dtype) is not dt else out
+
+    def op(*args):
+        if widened:  # some dtype needed widening: look this one up before calling
+            t = first_tensor(args)
+            dt = md_dtype(t.dtype)
+            w = widened.get(dt, {}).get(t.place)
+            if w is not None:
+                return widen(args, dt, w)
+        try:
+            return fn(*args)
+        except RuntimeError as e:
+            if "The kernel with key" not in str(e):
+                raise
+            t = first_tensor(args)
+            dt = md_dtype(t.dtype)
+            w = wider.get(dt)
+            if w is None:
+                raise TypeError(
+                    f"Expected a tensor dtype that Paddle's {name} supports. Received: "
+                    f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with "
+                    "md.astype(x, md.float32)."
+                ) from None
+            widened.setdefault(dt, {})[t.place] = w
+            return widen(args, dt, w)
+
+    op.__name__ = name
+    return op
+
+
+def _full0(value, like):
+    """A 0-d tensor holding ``value`` with ``like``'s dtype and place."""
+    return paddle.full([], value, dtype=like.dtype, device=like.place)
+
+
+def _tensor_operands(fn):
+    """``fn(a, b)`` for Paddle functions that take tensors only: a Python scalar becomes a 0-d
+    tensor like the other operand."""
+
+    def op(a, b):
+        if not isinstance(a, _Tensor):
+            a = _full0(a, b)
+        elif not isinstance(b, _Tensor):
+            b = _full0(b, a)
+        return fn(a, b)
+
+    return op
+
+
+def _integer_division(fn):
+    """Paddle reports an integer division by zero as an InvalidArgument error."""
+
+    def op(a, b):
+        try:
+            return fn(a, b)
+        except Exception as e:
+            if "division by zero" not in str(e):
+                raise
+            raise ZeroDivisionError(
+                "Expected non-zero divisors for integer // and %. Received: a zero divisor. "
+                "Divide in floating point (x / y) or mask the zeros first."
+            ) from None
+
+    return op
+
+
+def _clip(x, lo, hi):
+    """NumPy's clip: None means unbounded; integer tensors keep their dtype (float bounds are
+    truncated, as NumPy's cast back does); lo > hi gives hi everywhere."""
+    dt = md_dtype(x.dtype)
+    if dt in FLOATS:
+        lo = -_INF if lo is None else float(lo)
+        hi = _INF if hi is None else float(hi)
+    else:
+        low, high = _INT_RANGE[dt]
+        lo = low if lo is None else int(min(max(lo, low), high))
+        hi = high if hi is None else int(min(max(hi, low), high))
+    if lo > hi:
+        lo = hi
+    return paddle.clip(x, lo, hi)
+
+
+def _maximum(a, b):
+    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
+        return paddle.maximum(a, b)
+    return _clip(a, b, None) if isinstance(a, _Tensor) else _clip(b, a, None)
+
+
+def _minimum(a, b):
+    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
+        return paddle.minimum(a, b)
+    return _clip(a, None, b) if isinstance(a, _Tensor) else _clip(b, None, a)
+
+
+def _relu(x):
+    """max(x, 0) keeping NaN (Paddle's relu turns NaN into 0)."""
+    if md_dtype(x.dtype) in FLOATS:
+        return F.hardtanh(x, 0.0, _INF)
+    return _clip(x, 0, None)
+
+
+def _negative(x):
+    if x.dtype is paddle.bool or md_dtype(x.dtype) is _dt.bool:
+        raise TypeError(
+            "Expected a numeric tensor for unary -. Received: bool. "
+            "Invert a mask with ~x (logical_not) instead."
+        )
+    return -x
+
+
+def _reduction(fn):
+    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing (Paddle
+    reads an empty axis list as 'everything')."""
+
+    def reduce(x, axis, keepdims):
+        if axis is None:
+            return fn(x, axis=None, keepdim=keepdims)
+        if not axis:
+            return x.clone()
+        return fn(x, axis=list(axis), keepdim=keepdims)
+
+    return reduce
+
+
+def _arg(fn):
+    """argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)."""
+
+    def arg(x, axis, keepdims):
+        out = fn(x, axis=axis, keepdim=keepdims)
+        # a NaN makes the sum NaN (so does inf - inf, which only costs the exact path)
+        if md_dtype(x.dtype) in FLOATS and math.isnan(paddle.sum(x).item()):
+            nan = paddle.isnan(x)
+            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis, keepdim=keepdims)
+            out = paddle.where(paddle.any(nan, axis=axis, keepdim=keepdims), first_nan, out)
+        return out
+
+    return arg
+
+
+def _log_softmax(x, axis):
+    """Paddle's log_softmax clips at -64 (log-probabilities below it come back as -64)."""
+    shifted = x - paddle.max(x, axis=axis, keepdim=True).detach()
+    return shifted - paddle.log(paddle.sum(paddle.exp(shifted), axis=axis, keepdim=True))
+
+
+def _index(k):
+    if isinstance(k, _Tensor) and md_dtype(k.dtype) not in _INDEX_DTYPES:
+        return k.astype(_INT64)  # NumPy reads small-integer arrays as positions; Paddle refuses
+    return k
+
+
+def native_key(key: Any) -> Any:
+    """The key with index arrays Paddle reads as masks turned into int64 positions."""
+    if type(key) is tuple:
+        return tuple(_index(k) for k in key)
+    return key if type(key) in _PLAIN_KEYS else _index(key)
+
+
+def _getitem(x, key):
+    return x[native_key(key)]
+
+
+def _where(a, b, cond):
+    return paddle.where(cond, a, b)
+
+
+_where_values = _wide(_where, "where", cast=2)
+
+
+def _linear(x, weight, bias):
+    """x @ weight.T + bias with PyTorch's (out_features, in_features) weight."""
+    out = paddle.matmul(x, weight, transpose_y=True)
+    return out if bias is None else out + bias
+
+
+OPS = op_table(
+    paddle,
+    wrap=_wide,
+    add=_wide(operator.add, "add"),
+    subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
+    multiply=_wide(operator.mul, "multiply"),
+    divide=_wide(operator.truediv, "divide"),
+    # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
+    floor_divide=_wide(
+        _integer_division(_tensor_operands(operator.floordiv)),
+        "floor_divide",
+        wider=_NUMERIC_WIDER,
+    ),
+    remainder=_wide(_integer_division(operator.mod), "remainder", wider=_NUMERIC_WIDER),
+    pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
+    matmul=_wide(paddle.matmul, "matmul"),
+    maximum=_wide(_maximum, "maximum"),
+    minimum=_wide(_minimum, "minimum"),
+    equal=_wide(operator.eq, "equal", back=False),
+    not_equal=_wide(operator.ne, "not_equal", back=False),
+    less=_wide(operator.lt, "less", back=False),
+    less_equal=_wide(operator.le, "less_equal", back=False),
+    greater=_wide(operator.gt, "greater", back=False),
+    greater_equal=_wide(operator.ge, "greater_equal", back=False),
+    logical_and=_tensor_operands(paddle.logical_and),
+    logical_or=_tensor_operands(paddle.logical_or),
+    negative=_wide(_negative, "negative"),
+    abs=_wide(paddle.abs, "abs"),
+    sigmoid=_wide(F.sigmoid, "sigmoid"),
+    relu=_wide(_relu, "relu"),
+    logical_not=paddle.logical_not,
+    sum=_wide(_reduction(paddle.sum), "sum"),
+    mean=_wide(_reduction(paddle.mean), "mean"),
+    max=_wide(_reduction(paddle.max), "max"),
+    min=_wide(_reduction(paddle.min), "min"),
+    prod=_wide(_reduction(paddle.prod), "prod"),
+    argmax=_wide(_arg(paddle.argmax), "argmax", back=False),
+    argmin=_wide(_arg(paddle.argmin), "argmin", back=False),
+    reshape=lambda x, shape: paddle.reshape(x, list(shape)),
+    permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
+    concat=lambda xs, axis: paddle.concat(xs, axis=axis),
+    stack=lambda xs, axis: paddle.stack(xs, axis=axis),
+    where=lambda cond, a, b: _where_values(a, b, cond),
+    clip=_wide(_clip, "clip"),
+    softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
+    log_softmax=_wide(_log_softmax, "log_softmax"),
+    getitem=_getitem,
+    astype=lambda x, dt: x.astype(NATIVE[dt]),
+    copy=lambda x: x.clone(),
+    linear=_wide(_linear, "linear"),
+)

@@ -1,0 +1,78 @@
+"""NumPy indexing on PyTorch tensors: negative slice steps (PyTorch has no negative strides)
+and small-integer index arrays (NumPy reads them as positions, PyTorch uint8 as masks)."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["getitem", "write"]
+
+_BOOL = torch.bool
+_LONG = torch.int64
+_INDEX_DTYPES = frozenset({torch.int64, torch.int32, torch.bool})
+
+
+def _plain_key(items: tuple) -> bool:
+    """Whether PyTorch indexes with these items exactly as NumPy does."""
+    for k in items:
+        if type(k) is slice:
+            if k.step is not None and k.step < 0:
+                return False
+        elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
+            return False
+    return True
+
+
+def _key_dims(k) -> int:
+    """How many dimensions of the indexed tensor a (non-Ellipsis) key item consumes."""
+    if k is None or type(k) is bool:
+        return 0
+    if isinstance(k, torch.Tensor) and k.dtype is _BOOL:
+        return k.dim()
+    return 1
+
+
+def _positive_steps(x, items: tuple):
+    """``x`` flipped and the key rewritten so that every slice has a positive step and every
+    index tensor is int64 (NumPy reads uint8 arrays as integer indices, PyTorch as masks)."""
+    n_ellipsis = x.dim() - sum(_key_dims(k) for k in items if k is not Ellipsis)
+    out, flips, dim = [], [], 0
+    for k in items:
+        if k is Ellipsis:
+            dim += n_ellipsis
+        elif type(k) is slice and k.step is not None and k.step < 0:
+            size = x.shape[dim]
+            r = range(*k.indices(size))
+            if len(r):
+                flips.append(dim)
+                k = slice(size - 1 - r[0], size - r[-1], -r.step)
+            else:
+                k = slice(0, 0)
+            dim += 1
+        else:
+            if isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
+                k = k.to(_LONG)
+            dim += _key_dims(k)
+        out.append(k)
+    return (x.flip(flips) if flips else x), tuple(out)
+
+
+def getitem(x, key):
+    items = key if type(key) is tuple else (key,)
+    if _plain_key(items):
+        return x[key]
+    x, items = _positive_steps(x, items)
+    return x[items]
+
+
+def write(x, key, value) -> None:
+    items = key if type(key) is tuple else (key,)
+    if _plain_key(items):
+        x[key] = value
+        return
+    if not any(type(k) is slice and k.step is not None and k.step < 0 for k in items):
+        x[_positive_steps(x, items)[1]] = value
+        return
+    # PyTorch has no negative strides: select the flat positions, then write through them
+    positions = torch.arange(x.numel(), device=x.device).reshape(x.shape)
+    x[torch.unravel_index(getitem(positions, key), x.shape)] = value

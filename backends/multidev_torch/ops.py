@@ -1,0 +1,113 @@
+"""The PyTorch op table: NumPy semantics where PyTorch's kernels differ or are missing."""
+
+from __future__ import annotations
+
+import torch
+
+from multidev.contract import op_table
+
+from .dtypes import NATIVE
+from .indexing import getitem
+
+__all__ = ["OPS"]
+
+_BOOL = torch.bool
+_LONG = torch.int64
+
+
+def _relu(x):
+    return torch.relu(x) if x.dtype is not _BOOL else x.clone()
+
+
+def _abs(x):
+    return torch.abs(x) if x.dtype is not _BOOL else x.clone()
+
+
+def _reduction(fn):
+    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing."""
+
+    def reduce(x, axis, keepdims):
+        if axis is None:
+            return fn(x, dim=tuple(range(x.dim())), keepdim=True) if keepdims else fn(x)
+        if not axis:
+            return x.clone()
+        return fn(x, dim=axis, keepdim=keepdims)
+
+    return reduce
+
+
+def _prod(x, axis, keepdims):
+    if axis is None:
+        out = torch.prod(x)
+        return out.reshape((1,) * x.dim()) if keepdims else out
+    if not axis:
+        return x.clone()
+    for a in sorted(axis, reverse=True):
+        x = torch.prod(x, dim=a, keepdim=keepdims)
+    return x
+
+
+def _arg(fn):
+    def arg(x, axis, keepdims):
+        if x.dtype is _BOOL:
+            x = x.to(torch.uint8)
+        return fn(x, dim=axis, keepdim=keepdims)
+
+    return arg
+
+
+def _matmul_by_sum(a, b):
+    """Exact matmul for dtypes PyTorch's kernels lack (bool; integers on CUDA)."""
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
+    out = (a2.unsqueeze(-1).to(_LONG) * b2.unsqueeze(-3).to(_LONG)).sum(-2)
+    if b.dim() == 1:
+        out = out.squeeze(-1)
+    if a.dim() == 1:
+        out = out.squeeze(-1 if b.dim() == 1 else -2)
+    return out != 0 if a.dtype is _BOOL else out.to(a.dtype)
+
+
+def _matmul(a, b):
+    try:
+        return torch.matmul(a, b)
+    except RuntimeError as e:
+        if a.dtype.is_floating_point or a.dim() == 0 or b.dim() == 0:
+            raise
+        try:
+            return _matmul_by_sum(a, b)
+        except RuntimeError:
+            raise e from None
+
+
+def _clip(x, lo, hi):
+    out = torch.clamp(x, lo, hi)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+OPS = op_table(
+    torch,
+    matmul=_matmul,
+    abs=_abs,
+    relu=_relu,
+    sum=_reduction(torch.sum),
+    mean=_reduction(torch.mean),
+    max=_reduction(torch.amax),
+    min=_reduction(torch.amin),
+    prod=_prod,
+    argmax=_arg(torch.argmax),
+    argmin=_arg(torch.argmin),
+    permute_dims=torch.permute,
+    concat=lambda xs, axis: torch.cat(xs, dim=axis),
+    stack=lambda xs, axis: torch.stack(xs, dim=axis),
+    clip=_clip,
+    softmax=lambda x, axis: torch.softmax(x, dim=axis),
+    log_softmax=lambda x, axis: torch.log_softmax(x, dim=axis),
+    getitem=getitem,
+    astype=lambda x, dt: x.to(NATIVE[dt]),
+    copy=torch.clone,
+    # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
+    linear=torch.nn.functional.linear,
+)

@@ -1,0 +1,424 @@
+"""The dispatch layer: every rule for running a native op on Tensors, written once.
+
+It checks that operands share a backend and a device (``check_same``), turns other operands
+into Tensors (``asarray``, ``coerce``), matches dtypes with PyTorch's promotion table
+(``operands``), runs the native op so that its result stays on its inputs' device (``on``),
+and wraps the result (``wrap``). ``tensors``, ``ops``, ``creation``, ``autograd`` and ``nn``
+stand on it; ``multidev.methods`` attaches the operators built here to ``Tensor``.
+
+The hot path (Python operators) checks backend and device by identity, and the device and
+dtype of the result are known without asking the framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import registry
+from .device import Device, as_device, check_available, scoped_device
+from .errors import BackendError, DeviceMismatchError
+from .tensors import Tensor
+
+__all__ = [
+    "ARITH",
+    "CMP",
+    "DIV",
+    "LOGIC",
+    "SCALARS",
+    "as_tensor",
+    "asarray",
+    "binop",
+    "call",
+    "cast",
+    "check_same",
+    "coerce",
+    "device_for",
+    "floating",
+    "from_host",
+    "getitem",
+    "make_operator",
+    "native_key",
+    "on",
+    "operands",
+    "rbinop",
+    "setitem",
+    "to",
+    "to_backend",
+    "to_device",
+    "unop",
+    "wrap",
+]
+
+SCALARS = (int, float, bool)
+#: operator kinds: arithmetic, true division (floating result), comparison, logical
+ARITH, DIV, CMP, LOGIC = 0, 1, 2, 3
+
+
+def device_for(bk: Any, device: Any) -> Device:
+    """The device a new tensor goes to: ``device``, else the ``with device:`` scope, else the
+    backend's default; DeviceError where the backend lacks it."""
+    if device is None:
+        dev = scoped_device()
+        if dev is None:
+            return bk.default_device()
+    else:
+        dev = as_device(device)
+    check_available(bk, dev)
+    return dev
+
+
+def from_host(bk: Any, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
+    """A Tensor of ``bk`` on ``dev`` holding the host array ``arr`` (of dtype ``dt``)."""
+    return Tensor(bk.from_numpy(arr, dev), bk, dev, dt)
+
+
+def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
+    """``x`` as a Tensor (on ``like``'s device when it is not one yet)."""
+    if isinstance(x, Tensor):
+        return x
+    return asarray(x) if like is None else asarray(x, device=like.device)
+
+
+def wrap(x: Tensor, native: Any, dtype: _dt.DType | None = None) -> Tensor:
+    """A native result of an op on ``x`` as a Tensor on x's backend and device."""
+    bk = x._bk
+    return Tensor(native, bk, x._dev, bk.dtype_of(native) if dtype is None else dtype)
+
+
+def call(x: Tensor, name: str, *args: Any) -> Any:
+    """The adapter's op ``name`` run on native ``args`` so that its result stays on x's device."""
+    bk = x._bk
+    return on(bk, x._dev, getattr(bk.ops, name), *args)
+
+
+def cast(x: Tensor, dt: _dt.DType) -> Tensor:
+    """``x`` as dtype ``dt`` (a new tensor)."""
+    return wrap(x, call(x, "astype", x._native, dt), dt)
+
+
+def floating(x: Tensor) -> Tensor:
+    """``x``, or ``x`` in float32 where it is bool or integer."""
+    return x if x._dtype.kind == "f" else cast(x, _dt.float32)
+
+
+def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A Tensor from a Tensor, native tensor, NumPy array, scalar or nested list.
+
+    Zero-copy where possible. Python floats become float32 and ints int64, as in PyTorch.
+    """
+    bk = registry.current()
+    dt = None if dtype is None else _dt.as_dtype(dtype)
+    if isinstance(obj, Tensor):
+        t = obj if obj._bk is bk else to_backend(obj, bk.name)
+        if dt is not None and dt is not t._dtype:
+            t = cast(t, dt)
+            copy = False
+        if device is not None:
+            return to(t, device, copy=bool(copy))
+        return to(t, t._dev, copy=True) if copy else t
+    if bk.tensor_types and isinstance(obj, bk.tensor_types):
+        native = obj
+        dev = bk.device_of(native)
+        t = Tensor(native, bk, dev, bk.dtype_of(native))
+        return asarray(t, dtype=dt, device=device, copy=copy)
+    dev = device_for(bk, device)
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+        arr = np.asarray(obj)
+        if arr.dtype.names is not None or (
+            arr.dtype.kind in "OUSV" and arr.dtype != _dt.bfloat16.numpy
+        ):
+            raise TypeError(f"Expected numeric data. Received: NumPy array of dtype {arr.dtype}")
+        src = _dt.from_numpy_dtype(arr.dtype)
+        dt = dt or src
+        if dt is not src:
+            arr = arr.astype(dt.numpy)
+        elif copy:
+            arr = arr.copy()
+        return from_host(bk, arr, dt, dev)
+    if hasattr(obj, "__dlpack__") or hasattr(obj, "numpy"):
+        try:
+            return asarray(np.asarray(obj), dtype=dt, device=dev)
+        except Exception:
+            pass
+    try:
+        arr = np.asarray(obj)
+    except Exception as e:
+        raise TypeError(
+            f"Expected a tensor, array, scalar or nested list of numbers. Received: "
+            f"{type(obj).__name__} ({e})"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            "Expected a tensor, array, scalar or nested list of numbers. "
+            f"Received: {type(obj).__name__} giving NumPy dtype {arr.dtype}"
+        )
+    if dt is None:
+        dt = {"b": _dt.bool, "f": _dt.float32}.get(arr.dtype.kind, _dt.int64)
+    return from_host(bk, arr.astype(dt.numpy), dt, dev)
+
+
+def to(self: Tensor, device: Any = None, dtype: Any = None, *, copy: bool = False) -> Tensor:
+    """This tensor on ``device`` (and/or as ``dtype``).
+
+    Returns the very same object when nothing changes and ``copy`` is false.
+    """
+    if isinstance(device, _dt.DType):
+        device, dtype = None, device
+    t = self
+    if dtype is not None and _dt.as_dtype(dtype) is not self._dtype:
+        t = cast(t, _dt.as_dtype(dtype))
+        copy = False
+    if device is None:
+        return to(t, t._dev, copy=True) if copy else t
+    dev = device if type(device) is Device else as_device(device)
+    if dev is t._dev and not copy:
+        return t
+    bk = t._bk
+    check_available(bk, dev)
+    native = on(bk, dev, bk.ops.copy, t._native) if dev is t._dev else bk.to_device(t._native, dev)
+    return Tensor(native, bk, dev, t._dtype)
+
+
+def to_device(self: Tensor, device: Any, /, *, stream: Any = None) -> Tensor:
+    """Array API spelling of ``to(device)``."""
+    return to(self, device)
+
+
+def to_backend(self: Tensor, name: str) -> Tensor:
+    """This tensor on another backend (DLPack where both support it, else via host memory)."""
+    target = registry.load(name)
+    if target is self._bk:
+        return self
+    if "dlpack" in self._bk.capabilities and "dlpack" in target.capabilities:
+        try:
+            native = target.from_dlpack(self._native)
+            return Tensor(native, target, target.device_of(native), self._dtype)
+        except Exception:  # framework pair without a working DLPack path: go through host
+            pass
+    dev = self._dev if self._dev in target.device_set() else target.default_device()
+    arr = np.ascontiguousarray(self.numpy())
+    return Tensor(target.from_numpy(arr, dev), target, dev, self._dtype)
+
+
+def getitem(self: Tensor, key: Any) -> Tensor:
+    bk = self._bk
+    native = on(bk, self._dev, bk.ops.getitem, self._native, native_key(self, key))
+    return Tensor(native, bk, self._dev, self._dtype)
+
+
+def setitem(self: Tensor, key: Any, value: Any) -> None:
+    bk = self._bk
+    if isinstance(value, Tensor):
+        check_same(self, value)
+        v = value._native
+        if value._dtype is not self._dtype:
+            v = on(bk, self._dev, bk.ops.astype, v, self._dtype)
+    elif type(value) in SCALARS:
+        v = value
+    else:
+        v = coerce(self, value)._native
+        v = on(bk, self._dev, bk.ops.astype, v, self._dtype)
+    self._native = bk.setitem(self._native, native_key(self, key), v)
+
+
+def on(bk, dev, fn, *args):
+    """Run a native op so that its result stays on ``dev``."""
+    if bk.scoped_devices and dev in bk.scoped_devices:
+        with bk.scope(dev):
+            return fn(*args)
+    return fn(*args)
+
+
+def check_same(x: Tensor, y: Tensor) -> None:
+    if y._bk is not x._bk:
+        raise BackendError(
+            f"Expected tensors of one backend. Received: {x._bk.name} and {y._bk.name}. "
+            f"Convert one with .to_backend({x._bk.name!r})."
+        )
+    if y._dev is not x._dev:
+        raise DeviceMismatchError(
+            f"Expected tensors on one device. Received: {x._dev} and {y._dev}. "
+            f"Move one with .to({str(x._dev)!r}) first; multidev never copies silently."
+        )
+
+
+def coerce(x: Tensor, value: Any) -> Tensor:
+    """A non-Tensor operand (array, list, native tensor) as a Tensor on x's backend and device."""
+    if isinstance(value, Tensor):
+        return value
+    if x._bk.tensor_types and isinstance(value, x._bk.tensor_types):
+        t = asarray(value)
+        if t._dev is not x._dev:
+            check_same(x, t)
+        return t
+    return asarray(value, device=x._dev)
+
+
+def operands(x: Tensor, y: Any, kind: int):
+    """Native operands of one dtype, and the result dtype."""
+    bk = x._bk
+    xd = x._dtype
+    a = x._native
+    if type(y) in SCALARS:
+        dt = _dt.scalar_result_type(xd, y)
+        if kind == DIV and dt.kind != "f":
+            dt = _dt.float32
+        if dt is not xd:
+            a = on(bk, x._dev, bk.ops.astype, a, dt)
+        b = (
+            y
+            if (dt.kind == "b" or type(y) is not bool)
+            else (float(y) if dt.kind == "f" else int(y))
+        )
+        return a, b, dt
+    if not isinstance(y, Tensor):
+        y = coerce(x, y)
+    if y._bk is not bk or y._dev is not x._dev:
+        check_same(x, y)
+    yd = y._dtype
+    b = y._native
+    dt = xd if xd is yd else _dt.result_type(xd, yd)
+    if kind == DIV and dt.kind != "f":
+        dt = _dt.float32
+    if xd is not dt:
+        a = on(bk, x._dev, bk.ops.astype, a, dt)
+    if yd is not dt:
+        b = on(bk, x._dev, bk.ops.astype, b, dt)
+    return a, b, dt
+
+
+def _result_dtype(dt: _dt.DType, kind: int) -> _dt.DType:
+    return _dt.bool if kind == CMP else dt
+
+
+def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
+    bk = x._bk
+    dev = x._dev
+    if type(y) is Tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
+        dt = x._dtype  # fast path: same dtype, device and backend
+        a, b = x._native, y._native
+        if kind == DIV and dt.kind != "f":
+            a, b, dt = operands(x, y, kind)
+    else:
+        a, b, dt = operands(x, y, kind)
+    if kind == LOGIC and dt is not _dt.bool:
+        raise TypeError(f"Expected bool tensors for & and |. Received: {dt}")
+    fn = getattr(bk.ops, name)
+    if bk.scoped_devices and dev in bk.scoped_devices:
+        with bk.scope(dev):
+            out = fn(a, b)
+    else:
+        out = fn(a, b)
+    return Tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
+
+
+def make_operator(name: str, kind: int):
+    """The dunder for one binary operator, with the common case (same backend, device and
+    dtype, no device scope needed) handled without further calls. The native op is looked
+    up once per adapter."""
+    fns: dict[Any, Any] = {}
+
+    def native_op(bk):
+        fn = fns[bk] = getattr(bk.ops, name)
+        return fn
+
+    if kind in (ARITH, CMP):
+        is_cmp = kind == CMP
+        bool_dt = _dt.bool
+
+        def operator(self, other):
+            if type(other) is Tensor:
+                bk = self._bk
+                dev = self._dev
+                dt = self._dtype
+                if other._bk is bk and other._dev is dev and other._dtype is dt:
+                    scoped = bk.scoped_devices
+                    if not scoped or dev not in scoped:
+                        fn = fns.get(bk) or native_op(bk)
+                        return Tensor(
+                            fn(self._native, other._native), bk, dev, bool_dt if is_cmp else dt
+                        )
+            return binop(self, other, name, kind)
+
+    else:
+        fast_dtypes = (
+            frozenset(d for d in _dt.ALL if d.kind == "f") if kind == DIV else frozenset({_dt.bool})
+        )
+
+        def operator(self, other):
+            if type(other) is Tensor:
+                bk = self._bk
+                dev = self._dev
+                dt = self._dtype
+                if (
+                    other._bk is bk
+                    and other._dev is dev
+                    and other._dtype is dt
+                    and dt in fast_dtypes
+                    and (not bk.scoped_devices or dev not in bk.scoped_devices)
+                ):
+                    fn = fns.get(bk) or native_op(bk)
+                    return Tensor(fn(self._native, other._native), bk, dev, dt)
+            return binop(self, other, name, kind)
+
+    def reflected(self, other):
+        return rbinop(self, other, name, kind)
+
+    return operator, reflected
+
+
+OPERATORS = {
+    "add": ("add", ARITH),
+    "sub": ("subtract", ARITH),
+    "mul": ("multiply", ARITH),
+    "truediv": ("divide", DIV),
+    "floordiv": ("floor_divide", ARITH),
+    "mod": ("remainder", ARITH),
+    "pow": ("pow", ARITH),
+    "matmul": ("matmul", ARITH),
+    "and": ("logical_and", LOGIC),
+    "or": ("logical_or", LOGIC),
+}
+COMPARISONS = {
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
+
+
+def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
+    if type(y) not in SCALARS:
+        return binop(coerce(x, y), x, name, kind)
+    a, b, dt = operands(x, y, kind)
+    if kind == LOGIC and dt is not _dt.bool:
+        raise TypeError(f"Expected bool tensors for & and |. Received: {dt}")
+    bk = x._bk
+    out = on(bk, x._dev, getattr(bk.ops, name), b, a)
+    return Tensor(out, bk, x._dev, _result_dtype(dt, kind))
+
+
+def unop(x: Tensor, name: str) -> Tensor:
+    bk = x._bk
+    return Tensor(on(bk, x._dev, getattr(bk.ops, name), x._native), bk, x._dev, x._dtype)
+
+
+def native_key(x: Tensor, key: Any) -> Any:
+    """Index key with Tensors replaced by native tensors (checked for backend and device)."""
+    if type(key) is tuple:
+        return tuple(_native_key_item(x, k) for k in key)
+    return _native_key_item(x, key)
+
+
+def _native_key_item(x: Tensor, k: Any) -> Any:
+    if isinstance(k, Tensor):
+        check_same(x, k)
+        return k._native
+    if isinstance(k, (list, np.ndarray)):
+        return coerce(x, k)._native
+    return k
