@@ -157,9 +157,13 @@ class Backend(Autograd, AdapterBase):
             arr = np.array(arr, dtype=dtype, order="C")
         bf16 = arr.dtype == _BF16_NUMPY
         if dev is not _CPU:
-            # to_tensor reads uint16 data as bfloat16
-            return paddle.to_tensor(
-                arr.view(np.uint16) if bf16 else arr, place=self.native_device(dev)
+            # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
+            # float32/float64/int32/int64 arrays with paddle.full without the place (gpu:0).
+            return paddle.Tensor(
+                value=arr.view(np.uint16) if bf16 else arr,
+                place=self.native_device(dev),
+                zero_copy=False,
+                stop_gradient=True,
             )
         if bf16:
             return _dlpack.from_dlpack(arr.view(np.int16)).view(_BF16)
