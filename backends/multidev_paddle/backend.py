@@ -41,6 +41,8 @@ __all__ = ["Backend"]
 _CPU = Device("cpu", 0)
 _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
+#: dtypes Paddle has no CPU kernel for ``add`` in
+_NO_CPU_ADD = frozenset({paddle.float16, _BF16})
 
 
 def _imported_through_dlpack(arr: np.ndarray) -> bool:
@@ -222,9 +224,15 @@ class Backend(Autograd, AdapterBase):
         return x.detach()
 
     def add_scaled_(self, x, y, alpha: float):
-        """``x += alpha * y`` in place (Paddle's in-place add, outside recording)."""
+        """``x += alpha * y`` in place (Paddle's in-place add, outside recording); float16 and
+        bfloat16 on the CPU, where Paddle has no add kernel, compute in float32 and are written
+        back into x's storage."""
         with paddle.no_grad():
-            x.add_(paddle.scale(y, alpha))
+            if x.dtype in _NO_CPU_ADD and x.place.is_cpu_place():
+                wide = x.astype(paddle.float32) + y.astype(paddle.float32) * alpha
+                paddle.assign(wide.astype(x.dtype), output=x)
+            else:
+                x.add_(paddle.scale(y, alpha))
         return x
 
     def from_dlpack(self, obj):

@@ -5,7 +5,8 @@ adapter is built before TensorFlow has initialised its runtime, it splits the ph
 into ``MULTIDEV_TF_CPU_DEVICES`` logical CPUs (default 2; 1 disables) so that multi-device
 code can be tested without a GPU, and turns memory growth on for every GPU so that
 TensorFlow does not take all GPU memory. A runtime the user already initialised is used
-as it is.
+as it is. Listing the devices starts TensorFlow's runtime, which on a CUDA build initialises
+CUDA: a child forked later cannot use the GPU (use the ``spawn`` start method there).
 
 TensorFlow eager places an op on its default device (GPU:0 if there is one, else CPU:0)
 whatever its inputs' device, so the core runs ops on every other device inside

@@ -19,8 +19,9 @@ CASES = _cases(np.random.default_rng(0))
 
 
 def _placed(bk, x: md.Tensor, dev: md.Device) -> None:
+    native = bk.variable_tensor(x.native) if isinstance(x, nn.Parameter) else x.native
     assert x.device is dev
-    assert bk.device_of(x.native) is dev, f"x.device is {dev}, x.native lives elsewhere"
+    assert bk.device_of(native) is dev, f"x.device is {dev}, x.native lives elsewhere"
 
 
 def _dtypes(bk) -> list:
@@ -107,3 +108,17 @@ def test_sgd_step_in_low_precision_stays_on_the_device(bk, dev, dt):
     # d(loss)/dw is the column sums of x; these values are exact in every float type here
     expected = w0 - 0.125 * x.sum(axis=0, keepdims=True)
     np.testing.assert_array_equal(w.numpy().astype(np.float32), expected)
+
+
+@pytest.mark.gpu
+def test_the_last_gpu_holds_one_element_tensors_and_low_precision_steps(bk):
+    """gpu:1 on a two-GPU machine: where Paddle's ``to_tensor`` put one-element tensors on
+    gpu:0, and TensorFlow's fused update has no bfloat16 kernel."""
+    gpus = [d for d in DEVICES if d.type == "gpu"]
+    assert gpus == [md.gpu(i) for i in range(md.num_gpus())]
+    dev = gpus[-1]
+    for x in (md.asarray([1.0], device=dev), md.rand(1, device=dev), nn.Linear(3, 1).to(dev).bias):
+        _placed(bk, x, dev)
+    for dt in (md.float16, md.bfloat16):
+        if dt in bk.dtypes:
+            test_sgd_step_in_low_precision_stays_on_the_device(bk, dev, dt)
