@@ -101,7 +101,8 @@ def test_visible_gpu_count_follows_cuda_visible_devices():
     assert visible_gpu_count(4, "") == 0
     assert visible_gpu_count(4, "2,0") == 2
     assert visible_gpu_count(4, "1,7,2") == 1  # CUDA stops at the first invalid entry
-    assert visible_gpu_count(4, "1,1") == 1
+    assert visible_gpu_count(4, "1,1") == 0  # CUDA hides every GPU when one is named twice
+    assert visible_gpu_count(4, "0,GPU-aaa") == 1  # a list of indices stops at a UUID
     assert visible_gpu_count(2, "GPU-8d6f1c2e,GPU-12ab") == 2
     assert visible_gpu_count(0, "0") == 0
     assert visible_gpu_count(4, "-1") == 0

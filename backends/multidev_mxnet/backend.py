@@ -9,8 +9,8 @@ threads. These are the only framework-wide settings the adapter changes.
 Devices are MXNet contexts: ``cpu:0`` … ``cpu:N-1`` are ``mx.cpu(i)``, N coming from the
 environment variable ``MULTIDEV_MXNET_CPU_DEVICES`` (default 2); ``gpu:i`` is ``mx.gpu(i)``.
 GPUs are counted once, on first use, through NVML, which leaves CUDA uninitialised (a later
-``fork`` still works), honouring ``CUDA_VISIBLE_DEVICES``; a build of MXNet without CUDA has
-none. GPU memory is taken on demand by MXNet's pooled allocator, never all at once.
+``fork`` still works), honouring ``CUDA_VISIBLE_DEVICES`` as CUDA reads it; a build of MXNet
+without CUDA has none. GPU memory is taken on demand by MXNet's pooled allocator, never all at once.
 
 MXNet runs operations asynchronously: a failure inside a kernel surfaces when the result is
 read. NumPy arrays are wrapped without a copy on ``cpu:0`` where MXNet allows it (C-contiguous,
@@ -21,8 +21,6 @@ bfloat16: asking for them raises TypeError.
 
 from __future__ import annotations
 
-import ctypes
-import os
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -35,6 +33,7 @@ from multidev import dtypes as _dt
 from multidev.checkpoint import ArrayLimits
 from multidev.contract import AdapterBase, env_count
 from multidev.device import Device
+from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
@@ -49,54 +48,13 @@ _SCALARS = (bool, int, float)
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
-def _nvml_gpu_count() -> int | None:
-    """Physical GPUs according to NVML (CUDA stays uninitialised), or None without NVML."""
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return None
-    if nvml.nvmlInit_v2() != 0:
-        return None
-    try:
-        count = ctypes.c_uint(0)
-        if nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
-            return None
-        return count.value
-    finally:
-        nvml.nvmlShutdown()
-
-
-def visible_gpu_count(physical: int, visible: str | None) -> int:
-    """How many of ``physical`` GPUs CUDA shows under ``CUDA_VISIBLE_DEVICES=visible``: the
-    entries up to the first invalid or repeated one (indices, or ``GPU-``/``MIG-`` UUIDs)."""
-    if visible is None:
-        return physical
-    seen: set[str] = set()
-    for item in visible.split(","):
-        item = item.strip()
-        if item.startswith(("GPU-", "MIG-")):
-            key = item
-        else:
-            try:
-                index = int(item)
-            except ValueError:
-                break
-            if not 0 <= index < physical:
-                break
-            key = str(index)
-        if key in seen:
-            break
-        seen.add(key)
-    return min(len(seen), physical) if physical else 0
-
-
 def _count_gpus() -> int:
     if not mx.runtime.Features().is_enabled("CUDA"):
         return 0
-    physical = _nvml_gpu_count()
-    if physical is None:  # no NVML: ask CUDA itself (initialises it in this process)
+    count = nvml_visible_gpu_count()
+    if count is None:  # no NVML: ask CUDA itself (initialises it in this process)
         return mx.context.num_gpus()
-    return visible_gpu_count(physical, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return count
 
 
 def _activate_numpy_semantics() -> None:

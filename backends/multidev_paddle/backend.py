@@ -40,6 +40,8 @@ __all__ = ["Backend"]
 _CPU = Device("cpu", 0)
 _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
+#: dtypes Paddle has no CPU kernel for ``add`` in
+_NO_CPU_ADD = frozenset({paddle.float16, _BF16})
 
 
 def _imported_through_dlpack(arr: np.ndarray) -> bool:
@@ -141,9 +143,13 @@ class Backend(Autograd, AdapterBase):
             arr = np.array(arr, dtype=dtype, order="C")
         bf16 = arr.dtype == _BF16_NUMPY
         if dev is not _CPU:
-            # to_tensor reads uint16 data as bfloat16
-            return paddle.to_tensor(
-                arr.view(np.uint16) if bf16 else arr, place=self.native_device(dev)
+            # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
+            # float32/float64/int32/int64 arrays with paddle.full without the place (gpu:0).
+            return paddle.Tensor(
+                value=arr.view(np.uint16) if bf16 else arr,
+                place=self.native_device(dev),
+                zero_copy=False,
+                stop_gradient=True,
             )
         if bf16:
             return _dlpack.from_dlpack(arr.view(np.int16)).view(_BF16)
@@ -202,9 +208,15 @@ class Backend(Autograd, AdapterBase):
         return x.detach()
 
     def add_scaled_(self, x, y, alpha: float):
-        """``x += alpha * y`` in place (Paddle's in-place add, outside recording)."""
+        """``x += alpha * y`` in place (Paddle's in-place add, outside recording); float16 and
+        bfloat16 on the CPU, where Paddle has no add kernel, compute in float32 and are written
+        back into x's storage."""
         with paddle.no_grad():
-            x.add_(paddle.scale(y, alpha))
+            if x.dtype in _NO_CPU_ADD and x.place.is_cpu_place():
+                wide = x.astype(paddle.float32) + y.astype(paddle.float32) * alpha
+                paddle.assign(wide.astype(x.dtype), output=x)
+            else:
+                x.add_(paddle.scale(y, alpha))
         return x
 
     def from_dlpack(self, obj):

@@ -5,17 +5,22 @@ adapter is built before TensorFlow has initialised its runtime, it splits the ph
 into ``MULTIDEV_TF_CPU_DEVICES`` logical CPUs (default 2; 1 disables) so that multi-device
 code can be tested without a GPU, and turns memory growth on for every GPU so that
 TensorFlow does not take all GPU memory. A runtime the user already initialised is used
-as it is.
+as it is. Listing the devices starts TensorFlow's runtime, which on a CUDA build initialises
+CUDA: a child forked later cannot use the GPU (use the ``spawn`` start method there).
 
 TensorFlow eager places an op on its default device (GPU:0 if there is one, else CPU:0)
 whatever its inputs' device, so the core runs ops on every other device inside
-``scope(dev)``.
+``scope(dev)`` (on every device when there is a GPU). Inside a GPU scope soft placement is
+off, so an op or creation without a GPU kernel for its dtype raises TensorFlow's error
+instead of running on the CPU under a tensor that says ``gpu:i``.
 """
 
 from __future__ import annotations
 
 import re
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import ml_dtypes
 import numpy as np
@@ -31,7 +36,7 @@ from .dtypes import NATIVE
 from .ops import OPS
 from .ops import copy as _deep_copy
 
-__all__ = ["CPU_DEVICES_ENV", "Backend"]
+__all__ = ["CPU_DEVICES_ENV", "Backend", "has_fused_apply"]
 
 #: Number of logical CPU devices to create when TensorFlow is not initialised yet.
 CPU_DEVICES_ENV = "MULTIDEV_TF_CPU_DEVICES"
@@ -42,6 +47,8 @@ _ALIGNMENT = 64
 _DLPACK_KINDS = frozenset("biuf")
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
+#: dtypes TensorFlow's fused gradient-descent update has a GPU kernel for
+_FUSED_GPU_DTYPES = frozenset({tf.float16, tf.float32, tf.float64})
 
 
 def _configure_runtime() -> None:
@@ -59,6 +66,40 @@ def _configure_runtime() -> None:
                 tf.config.experimental.set_memory_growth(gpu, True)
     except RuntimeError:  # the runtime is initialised already: use what exists
         pass
+
+
+def has_fused_apply(dtype: tf.DType, device: str) -> bool:
+    """Whether ``ResourceApplyGradientDescent`` has a kernel for a variable of ``dtype`` on
+    ``device`` (its TensorFlow name): every number type on the CPU, only half, float and double
+    on a GPU (``training_ops_gpu.cu.cc``), so a bfloat16 variable on a GPU has none."""
+    m = _NAME.search(device)
+    return m is None or m.group(1).upper() == "CPU" or dtype in _FUSED_GPU_DTYPES
+
+
+class _StrictPlacement:
+    """Soft device placement off while at least one multidev GPU scope is open (TensorFlow
+    has one setting for the whole process), then back to what it was when the backend was
+    built."""
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._lock = threading.Lock()
+        self._before = tf.config.get_soft_device_placement()
+
+    @contextmanager
+    def on(self, name: str) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                tf.config.set_soft_device_placement(False)
+            self._depth += 1
+        try:
+            with tf.device(name):
+                yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    tf.config.set_soft_device_placement(self._before)
 
 
 def _parse_name(name: str) -> Device | None:
@@ -91,7 +132,10 @@ class Backend(Autograd, AdapterBase):
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
         self._natives.update({d: self.make_native_device(d) for d in devices})
         self._places[""] = self._default
-        self.scoped_devices = frozenset(devices) - {self._default}
+        # with a GPU every device is scoped: eager puts an unscoped op on GPU:0 when it has a
+        # kernel there, on the CPU otherwise, whatever its inputs' device
+        self.scoped_devices = frozenset(devices) - (set() if self._num_gpus else {self._default})
+        self._strict = _StrictPlacement()
         caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
@@ -133,6 +177,10 @@ class Backend(Autograd, AdapterBase):
         return _parse_name(place)
 
     def scope(self, dev: Device) -> AbstractContextManager:
+        """``tf.device`` for ``dev``; on a GPU with soft placement off, so that an op TensorFlow
+        has no GPU kernel for (for the dtype) raises rather than runs on the CPU."""
+        if dev.type == "gpu":
+            return self._strict.on(self._natives[dev])
         return tf.device(self._natives[dev])
 
     # ---------------------------------------------------------------- tensors
@@ -151,7 +199,7 @@ class Backend(Autograd, AdapterBase):
             and arr.ctypes.data % _ALIGNMENT == 0
         ):
             return _from_dlpack(arr.__dlpack__())
-        with tf.device(self._natives[dev]):
+        with self.scope(dev):
             return tf.constant(arr)
 
     def to_numpy(self, x) -> np.ndarray:
@@ -166,13 +214,13 @@ class Backend(Autograd, AdapterBase):
 
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
-        with tf.device(self._natives[dev]):
+        with self.scope(dev):
             if dev.type == "cpu" and "CPU" in x.device:
                 return tf.raw_ops.DeepCopy(x=x)
             return tf.identity(x)
 
     def full(self, shape, value, dt: DType, dev: Device):
-        with tf.device(self._natives[dev]):
+        with self.scope(dev):
             return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
 
     def setitem(self, x, key, value):
@@ -201,10 +249,15 @@ class Backend(Autograd, AdapterBase):
             return tf.Variable(_deep_copy(x), trainable=True)
 
     def add_scaled_(self, x, y, alpha: float):
-        """``x += alpha * y``: one fused kernel on a variable, a new tensor otherwise."""
+        """``x += alpha * y``: one fused kernel on a variable where TensorFlow has it for the
+        variable's dtype and device, a read, multiply-add and assign otherwise; a new tensor
+        for a non-variable."""
         if isinstance(x, tf.Variable):
-            tf.raw_ops.ResourceApplyGradientDescent(
-                var=x.handle, alpha=tf.constant(-alpha, x.dtype), delta=y
-            )
+            if has_fused_apply(x.dtype, x.device):
+                tf.raw_ops.ResourceApplyGradientDescent(
+                    var=x.handle, alpha=tf.constant(-alpha, x.dtype), delta=y
+                )
+            else:
+                x.assign(x + y * alpha)
             return x
         return x + y * alpha

@@ -23,6 +23,7 @@ __all__ = ["REFERENCE_KEYS", "SECTIONS", "native_reference", "sample_values", "s
 SECTIONS = (
     "backend",
     "device",
+    "placement",
     "tensor",
     "ops",
     "block",
