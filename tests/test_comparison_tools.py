@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from multidev.testing import compare_outputs, train_compare
+from multidev.testing import compare_outputs, param_hash, train_compare
 
 REF = "tensor([[0.1234, -0.5678]], device=cpu, backend=numpy)\nloss 0.25\n"
 
@@ -80,3 +80,33 @@ def test_nan_in_every_backend_fails_through_json(tmp_path):
         path.write_text(json.dumps(_result(backend, [2.0, math.nan, 0.5])))
         files.append(str(path))
     assert train_compare.main(["check", *files]) == 1
+
+
+H = "a" * 64
+
+
+def _hash_files(tmp_path, **forward: str) -> list:
+    paths = []
+    for backend in ("numpy", "torch"):
+        path = tmp_path / f"{backend}.txt"
+        line = forward.get(backend, "0.5 -1.25 2.0")
+        path.write_text(f"{backend} {H}\n" + (f"{backend} forward {line}\n" if line else ""))
+        paths.append(path)
+    return paths
+
+
+def test_reproducibility_covers_a_forward_pass(tmp_path):
+    assert param_hash.check(_hash_files(tmp_path)) == 0
+    assert param_hash.check(_hash_files(tmp_path, torch="0.5 -1.25 2.002")) == 1
+    assert param_hash.check(_hash_files(tmp_path, torch="0.5 nan 2.0")) == 1
+    assert param_hash.check(_hash_files(tmp_path, numpy="0.5 nan 2.0", torch="0.5 nan 2.0")) == 1
+    assert param_hash.check(_hash_files(tmp_path, torch="")) == 1
+
+
+def test_forward_values_are_seeded_and_follow_the_parameters():
+    net = param_hash.build_model()
+    first = param_hash.forward_values(net)
+    assert first == param_hash.forward_values(param_hash.build_model())
+    assert len(first) == 15 and all(math.isfinite(v) for v in first)
+    net[6].weight.data[0, 0] = net[6].weight.numpy()[0, 0] * 1.001
+    assert param_hash.forward_values(net) != first
