@@ -4,10 +4,17 @@
 cross-backend sessions that compare what those environments produced (conformance matrix,
 checkpoint portability, seeded-parameter hashes, examples), all from pinned constraint files.
 The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
+
+A cross-backend session compares only fresh artifacts (``multidev.testing.freshness``): each
+``tests-<backend>`` session deletes its earlier artifacts, and once all of them are written
+stamps the run (run id, start and end, fingerprint of the sources); a cross session fails
+unless every backend's stamp matches today's sources and each artifact it reads was written
+during that run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -23,6 +30,19 @@ EXTRAS = {
     "mxnet": "mxnet,test",
 }
 SHARED = ROOT / ".nox" / "_shared"
+
+
+def _load_freshness():
+    """multidev.testing.freshness (standard library only), loaded by path: nox's own
+    interpreter need not have multidev or NumPy."""
+    path = ROOT / "src" / "multidev" / "testing" / "freshness.py"
+    spec = importlib.util.spec_from_file_location("_multidev_freshness", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+freshness = _load_freshness()
 
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
@@ -54,8 +74,19 @@ def _venv_python(backend: str) -> Path:
     return py
 
 
+def _require_fresh(session: nox.Session, kind: str, backends: tuple[str, ...]) -> None:
+    problems = [p for b in backends if (p := freshness.stale(ROOT, SHARED, b, kind))]
+    if problems:
+        session.error(
+            "Expected artifacts written by the latest tests-<backend> run of today's sources. "
+            f"Received: {'; '.join(problems)}. Run `nox -s tests-<backend>` (without extra "
+            "arguments) for each backend named, then this session."
+        )
+
+
 def _tests(session: nox.Session, backend: str) -> None:
     _install(session, backend)
+    run = freshness.start(ROOT, SHARED, backend)
     env = {"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
     reports = SHARED / "conformance"
     reports.mkdir(parents=True, exist_ok=True)
@@ -101,6 +132,7 @@ def _tests(session: nox.Session, backend: str) -> None:
     outputs.mkdir(parents=True, exist_ok=True)
     with open(outputs / f"{backend}.txt", "w") as f:
         session.run("python", "-m", "multidev", "demo", env=env, stdout=f, stderr=None)
+    freshness.finish(SHARED, run)
 
 
 for _backend in BACKENDS:
@@ -114,11 +146,9 @@ for _backend in BACKENDS:
 @nox.session
 def conformance(session: nox.Session) -> None:
     """Merge the five backends' conformance results into one matrix (Markdown and JSON)."""
+    _require_fresh(session, "conformance", BACKENDS)
     session.install("-c", "constraints/numpy.txt", ".")
     files = [SHARED / "conformance" / f"{b}.json" for b in BACKENDS]
-    missing = [str(f) for f in files if not f.exists()]
-    if missing:
-        session.error(f"Expected results of every tests-<backend> session. Missing: {missing}")
     session.run(
         "multidev", "conformance", "--merge", *map(str, files), "--out", "conformance-report"
     )
@@ -127,6 +157,7 @@ def conformance(session: nox.Session) -> None:
 @nox.session
 def portability(session: nox.Session) -> None:
     """Every backend loads every backend's checkpoints, bit-exact: a 5×5 matrix."""
+    _require_fresh(session, "portability", BACKENDS)
     portable = SHARED / "portability"
     for b in BACKENDS:
         session.run(
@@ -153,7 +184,9 @@ def portability(session: nox.Session) -> None:
 
 @nox.session
 def reproducibility(session: nox.Session) -> None:
-    """After md.manual_seed, the same model code gives bit-identical parameters on every backend."""
+    """After md.manual_seed, the same model code gives bit-identical parameters on every backend
+    and forward passes equal within float32 rounding."""
+    _require_fresh(session, "reproducibility", BACKENDS)
     files = [str(SHARED / "hashes" / f"{b}.txt") for b in BACKENDS]
     session.run(
         str(_venv_python("numpy")),
@@ -168,6 +201,7 @@ def reproducibility(session: nox.Session) -> None:
 @nox.session
 def examples(session: nox.Session) -> None:
     """The d2l examples gave the same printed output on every backend (within float32 tolerance)."""
+    _require_fresh(session, "examples", BACKENDS)
     files = [str(SHARED / "examples" / f"{b}.txt") for b in BACKENDS]
     session.run(
         str(_venv_python("numpy")), "-m", "multidev.testing.compare_outputs", *files, external=True
@@ -177,7 +211,9 @@ def examples(session: nox.Session) -> None:
 @nox.session
 def training(session: nox.Session) -> None:
     """The training examples gave the same per-epoch losses on every autograd backend."""
-    files = [str(SHARED / "training" / f"{b}.json") for b in BACKENDS if b != "numpy"]
+    autograd = tuple(b for b in BACKENDS if b != "numpy")
+    _require_fresh(session, "training", autograd)
+    files = [str(SHARED / "training" / f"{b}.json") for b in autograd]
     session.run(
         str(_venv_python("numpy")),
         "-m",
