@@ -58,9 +58,11 @@ nox.options.sessions = [
 ]
 
 
-def _install(session: nox.Session, backend: str) -> None:
+def _install(session: nox.Session, backend: str, test: bool = True) -> None:
+    """multidev with ``backend``'s framework (and the test tools) from its pinned constraints."""
     constraints = ROOT / "constraints" / f"{backend}.txt"
-    session.install("-c", str(constraints), f".[{EXTRAS[backend]}]")
+    extras = EXTRAS[backend] if test else ("" if backend == "numpy" else backend)
+    session.install("-c", str(constraints), f".[{extras}]" if extras else ".")
 
 
 def _venv_python(backend: str) -> Path:
@@ -224,12 +226,26 @@ def training(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def demo(session: nox.Session) -> None:
-    """The d2l chapter tour on the default (NumPy) backend, or MULTIDEV_BACKEND's."""
+    """The d2l chapter tour on MULTIDEV_BACKEND's backend (default: numpy), run by the session
+    demo-<backend> in that backend's own environment."""
     backend = os.environ.get("MULTIDEV_BACKEND", "numpy")
-    _install(session, backend)
-    session.run("multidev", "demo")
+    if backend not in BACKENDS:
+        session.error(
+            f"Expected MULTIDEV_BACKEND to be one of {', '.join(BACKENDS)}. Received: "
+            f"{backend!r}. Unset it for the NumPy reference backend."
+        )
+    session.notify(f"demo-{backend}")
+
+
+for _backend in BACKENDS:
+
+    @nox.session(name=f"demo-{_backend}")
+    def demo_backend(session: nox.Session, backend: str = _backend) -> None:
+        """The d2l chapter tour on one backend, in an environment of its own."""
+        _install(session, backend, test=False)
+        session.run("multidev", "demo", env={"MULTIDEV_BACKEND": backend})
 
 
 def _bench(session: nox.Session, backend: str) -> None:
