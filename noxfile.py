@@ -5,10 +5,17 @@ cross-backend sessions that compare what those environments produced (conformanc
 checkpoint portability, seeded-parameter hashes, examples, training, resuming a run on
 another backend), all from pinned constraint files.
 The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
+
+A cross-backend session compares only fresh artifacts (``multidev.testing.freshness``): each
+``tests-<backend>`` session deletes its earlier artifacts, and once all of them are written
+stamps the run (run id, start and end, fingerprint of the sources); a cross session fails
+unless every backend's stamp matches today's sources and each artifact it reads was written
+during that run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -25,6 +32,19 @@ EXTRAS = {
 }
 SHARED = ROOT / ".nox" / "_shared"
 
+
+def _load_freshness():
+    """multidev.testing.freshness (standard library only), loaded by path: nox's own
+    interpreter need not have multidev or NumPy."""
+    path = ROOT / "src" / "multidev" / "testing" / "freshness.py"
+    spec = importlib.util.spec_from_file_location("_multidev_freshness", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+freshness = _load_freshness()
+
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
@@ -40,9 +60,11 @@ nox.options.sessions = [
 ]
 
 
-def _install(session: nox.Session, backend: str) -> None:
+def _install(session: nox.Session, backend: str, test: bool = True) -> None:
+    """multidev with ``backend``'s framework (and the test tools) from its pinned constraints."""
     constraints = ROOT / "constraints" / f"{backend}.txt"
-    session.install("-c", str(constraints), f".[{EXTRAS[backend]}]")
+    extras = EXTRAS[backend] if test else ("" if backend == "numpy" else backend)
+    session.install("-c", str(constraints), f".[{extras}]" if extras else ".")
 
 
 def _venv_python(backend: str) -> Path:
@@ -56,8 +78,19 @@ def _venv_python(backend: str) -> Path:
     return py
 
 
+def _require_fresh(session: nox.Session, kind: str, backends: tuple[str, ...]) -> None:
+    problems = [p for b in backends if (p := freshness.stale(ROOT, SHARED, b, kind))]
+    if problems:
+        session.error(
+            "Expected artifacts written by the latest tests-<backend> run of today's sources. "
+            f"Received: {'; '.join(problems)}. Run `nox -s tests-<backend>` (without extra "
+            "arguments) for each backend named, then this session."
+        )
+
+
 def _tests(session: nox.Session, backend: str) -> None:
     _install(session, backend)
+    run = freshness.start(ROOT, SHARED, backend)
     env = {"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
     reports = SHARED / "conformance"
     reports.mkdir(parents=True, exist_ok=True)
@@ -112,6 +145,7 @@ def _tests(session: nox.Session, backend: str) -> None:
     outputs.mkdir(parents=True, exist_ok=True)
     with open(outputs / f"{backend}.txt", "w") as f:
         session.run("python", "-m", "multidev", "demo", env=env, stdout=f, stderr=None)
+    freshness.finish(SHARED, run)
 
 
 for _backend in BACKENDS:
@@ -125,11 +159,9 @@ for _backend in BACKENDS:
 @nox.session
 def conformance(session: nox.Session) -> None:
     """Merge the five backends' conformance results into one matrix (Markdown and JSON)."""
+    _require_fresh(session, "conformance", BACKENDS)
     session.install("-c", "constraints/numpy.txt", ".")
     files = [SHARED / "conformance" / f"{b}.json" for b in BACKENDS]
-    missing = [str(f) for f in files if not f.exists()]
-    if missing:
-        session.error(f"Expected results of every tests-<backend> session. Missing: {missing}")
     session.run(
         "multidev", "conformance", "--merge", *map(str, files), "--out", "conformance-report"
     )
@@ -138,6 +170,7 @@ def conformance(session: nox.Session) -> None:
 @nox.session
 def portability(session: nox.Session) -> None:
     """Every backend loads every backend's checkpoints, bit-exact: a 5×5 matrix."""
+    _require_fresh(session, "portability", BACKENDS)
     portable = SHARED / "portability"
     for b in BACKENDS:
         session.run(
@@ -164,7 +197,9 @@ def portability(session: nox.Session) -> None:
 
 @nox.session
 def reproducibility(session: nox.Session) -> None:
-    """After md.manual_seed, the same model code gives bit-identical parameters on every backend."""
+    """After md.manual_seed, the same model code gives bit-identical parameters on every backend
+    and forward passes equal within float32 rounding."""
+    _require_fresh(session, "reproducibility", BACKENDS)
     files = [str(SHARED / "hashes" / f"{b}.txt") for b in BACKENDS]
     session.run(
         str(_venv_python("numpy")),
@@ -179,6 +214,7 @@ def reproducibility(session: nox.Session) -> None:
 @nox.session
 def examples(session: nox.Session) -> None:
     """The d2l examples gave the same printed output on every backend (within float32 tolerance)."""
+    _require_fresh(session, "examples", BACKENDS)
     files = [str(SHARED / "examples" / f"{b}.txt") for b in BACKENDS]
     session.run(
         str(_venv_python("numpy")), "-m", "multidev.testing.compare_outputs", *files, external=True
@@ -188,7 +224,9 @@ def examples(session: nox.Session) -> None:
 @nox.session
 def training(session: nox.Session) -> None:
     """The training examples gave the same per-epoch losses on every autograd backend."""
-    files = [str(SHARED / "training" / f"{b}.json") for b in BACKENDS if b != "numpy"]
+    autograd = tuple(b for b in BACKENDS if b != "numpy")
+    _require_fresh(session, "training", autograd)
+    files = [str(SHARED / "training" / f"{b}.json") for b in autograd]
     session.run(
         str(_venv_python("numpy")),
         "-m",
@@ -208,6 +246,7 @@ def resume(session: nox.Session) -> None:
     per-epoch losses match the uninterrupted runs within 1e-5 relative, and the seeded
     DataLoader batches are identical on all five backends, with and without workers.
     """
+    _require_fresh(session, "resume", BACKENDS)
     shared = SHARED / "resume"
     autograd = [b for b in BACKENDS if b != "numpy"]
     for b in autograd:
@@ -236,12 +275,26 @@ def resume(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def demo(session: nox.Session) -> None:
-    """The d2l chapter tour on the default (NumPy) backend, or MULTIDEV_BACKEND's."""
+    """The d2l chapter tour on MULTIDEV_BACKEND's backend (default: numpy), run by the session
+    demo-<backend> in that backend's own environment."""
     backend = os.environ.get("MULTIDEV_BACKEND", "numpy")
-    _install(session, backend)
-    session.run("multidev", "demo")
+    if backend not in BACKENDS:
+        session.error(
+            f"Expected MULTIDEV_BACKEND to be one of {', '.join(BACKENDS)}. Received: "
+            f"{backend!r}. Unset it for the NumPy reference backend."
+        )
+    session.notify(f"demo-{backend}")
+
+
+for _backend in BACKENDS:
+
+    @nox.session(name=f"demo-{_backend}")
+    def demo_backend(session: nox.Session, backend: str = _backend) -> None:
+        """The d2l chapter tour on one backend, in an environment of its own."""
+        _install(session, backend, test=False)
+        session.run("multidev", "demo", env={"MULTIDEV_BACKEND": backend})
 
 
 def _bench(session: nox.Session, backend: str) -> None:

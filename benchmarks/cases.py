@@ -249,8 +249,10 @@ def ckpt_cases(ctx: Context) -> list[Case]:
     """``md.save`` / ``md.load`` of a 256 MB float32 state dict against the framework's own
     save/load and against ``safetensors.numpy`` (plain, and followed by an fsync of the file,
     the durability ``md.save`` gives). Loading reads every byte: a sum over each tensor, in the
-    framework, on every side (safetensors' arrays become framework tensors first, as in
-    ``md.load``)."""
+    framework, on every side. The safetensors side converts between framework tensors and
+    NumPy arrays through the adapter's own ``to_numpy``/``from_numpy``, the conversions
+    ``md.save``/``md.load`` make (zero-copy where the framework allows), so that the ratio
+    measures multidev's work, not a host copy only one side pays."""
     import safetensors.numpy as stn
 
     md, nat = ctx.md, ctx.nat
@@ -288,9 +290,11 @@ def ckpt_cases(ctx: Context) -> list[Case]:
         nat_save()
         nat_load()
     with side("safetensors"):
+        bk = md.registry.current()
+        dev = md.default_device()
 
         def st_save():
-            stn.save_file({k: nat.to_numpy(t.native) for k, t in state_md.items()}, p_st)
+            stn.save_file({k: bk.to_numpy(t.native) for k, t in state_md.items()}, p_st)
 
         def st_save_fsync():
             st_save()
@@ -298,7 +302,7 @@ def ckpt_cases(ctx: Context) -> list[Case]:
 
         def st_load():
             for a in stn.load_file(p_st).values():
-                nat.touch(nat.tensor(a))
+                nat.touch(bk.from_numpy(a, dev))
 
         st_save()
         st_load()

@@ -3,8 +3,9 @@
 A case gives zero-argument callables, one per side (``md`` first, then its baselines), and a
 ``sync`` that waits for the framework's queued work. After a warm-up, one repeat runs a side's
 callable ``number`` times and syncs once; the sides take turns within each repeat, in an order
-that rotates from one repeat to the next, so that drift (other processes, frequency scaling,
-page cache) hits every side alike. Each side's time is the median over the repeats; its
+that changes from one repeat to the next (``turn_order``: every side runs first, and last,
+equally often over ``2 × sides`` repeats, two sides included), so that drift (other processes,
+frequency scaling, page cache) and the cost of running after another side hit every side alike. Each side's time is the median over the repeats; its
 spread is the interquartile range over that median. Ratios are medians divided by medians.
 The garbage collector is off while a repeat runs and collected between repeats.
 """
@@ -110,6 +111,14 @@ def _spread(xs: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(xs)
 
 
+def turn_order(names: list[str], i: int) -> list[str]:
+    """The order of the sides in repeat ``i``: rotated by ``i // 2``, reversed when ``i`` is
+    odd. Each side leads ``2 / len(names)`` of any ``2 × len(names)`` consecutive repeats."""
+    k = (i // 2) % len(names)
+    order = names[k:] + names[:k]
+    return order[::-1] if i % 2 else order
+
+
 def measure(
     sides: dict[str, Fn],
     sync: Callable[[], None],
@@ -135,11 +144,7 @@ def measure(
     gc_was = gc.isenabled()
     try:
         for i in range(repeats):
-            k = i % len(names)
-            order = names[k:] + names[:k]
-            if i % 2:
-                order.reverse()
-            for name in order:
+            for name in turn_order(names, i):
                 fn = sides[name]
                 gc.collect()
                 gc.disable()

@@ -131,13 +131,15 @@ class TensorFlow(Native):
         return float(loss)
 
     def mlp_step(self, weights, X, Y, lr):
-        """Keras ``Dense`` layout (kernel of shape (in, out)), a GradientTape and
-        ``assign_sub``: the leanest eager training step TensorFlow offers."""
+        """Keras ``Dense`` layout (kernel of shape (in, out)), a GradientTape and TensorFlow's
+        fused SGD kernel (``ResourceApplyGradientDescent``, what Keras' SGD and multidev's
+        optimiser run), so that both sides do the same work per parameter."""
         tf = self.tf
         layers = [(tf.Variable(np.ascontiguousarray(w.T)), tf.Variable(b)) for w, b in weights]
         variables = [v for pair in layers for v in pair]
         last = len(layers) - 1
         x, y = self.tensor(X), self.tensor(Y)
+        alpha = tf.constant(lr, tf.float32)
 
         def step():
             with tf.GradientTape() as tape:
@@ -149,7 +151,7 @@ class TensorFlow(Native):
                 loss = tf.reduce_mean(tf.square(h - y))
             grads = tape.gradient(loss, variables)
             for v, g in zip(variables, grads, strict=True):
-                v.assign_sub(lr * g)
+                tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=alpha, delta=g)
             return loss
 
         return step
@@ -198,7 +200,9 @@ class Paddle(Native):
         return float(loss)
 
     def mlp_step(self, weights, X, Y, lr):
-        """``paddle.nn.Linear`` stores its weight as (in, out)."""
+        """``paddle.nn.Linear`` stores its weight as (in, out). Gradients are dropped after
+        each step (``clear_grad(set_to_zero=False)``), as multidev's ``zero_grad()`` does,
+        rather than zero-filled."""
         paddle = self.paddle
         layers = []
         for i, (w, b) in enumerate(weights):
@@ -217,7 +221,7 @@ class Paddle(Native):
             loss = mse(model(x), y)
             loss.backward()
             opt.step()
-            opt.clear_grad()
+            opt.clear_grad(set_to_zero=False)
             return loss
 
         return step

@@ -233,8 +233,8 @@ def test_param_hash_is_reproducible_and_sensitive():
 
 def test_param_hash_check(tmp_path, capsys):
     h = "a" * 64
-    (tmp_path / "a.txt").write_text(f"numpy {h}\n")
-    (tmp_path / "b.txt").write_text(f"torch {h}\n")
+    (tmp_path / "a.txt").write_text(f"numpy {h}\nnumpy forward 0.5 -1.25\n")
+    (tmp_path / "b.txt").write_text(f"torch {h}\ntorch forward 0.5 -1.25\n")
     (tmp_path / "c.txt").write_text(f"paddle {'b' * 64}\n")
     (tmp_path / "bad.txt").write_text("mxnet\n")
     assert param_hash.main(["--check", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]) == 0
@@ -247,5 +247,7 @@ def test_param_hash_check(tmp_path, capsys):
 
 def test_param_hash_prints_backend_and_hash(capsys):
     assert param_hash.main([]) == 0
-    backend, h = capsys.readouterr().out.split()
+    hash_line, forward_line = capsys.readouterr().out.splitlines()
+    backend, h = hash_line.split()
     assert backend == md.get_backend() and len(h) == 64
+    assert forward_line.split()[:2] == [backend, "forward"]

@@ -117,7 +117,12 @@ def launch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="multidev", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="multidev",
+        description="Model code written once, run on PyTorch, TensorFlow, PaddlePaddle, MXNet "
+        "or the NumPy reference backend. MULTIDEV_BACKEND names the backend.",
+        epilog="Run 'multidev COMMAND --help' for a command's options.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="backends, versions, devices, capabilities").set_defaults(fn=info)
     c = sub.add_parser("conformance", help="run the conformance suite and print the matrix")

@@ -2,16 +2,25 @@
 
 Runs every section of ``multidev.examples`` with the same seed, so the printed output of two
 backends agrees within float32 tolerance (``python -m multidev.testing.compare_outputs``).
+As in the book, each output follows the code that printed it: a ``>>>`` line with the
+statement, its file and line. Framework start-up logs (TensorFlow's absl/oneDNN lines, Paddle's
+glog lines) are turned off before the framework loads, unless the environment sets them.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib
+import linecache
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
 
 from . import registry
 from .examples import SECTIONS
 
-__all__ = ["main"]
+__all__ = ["QUIET_ENVIRONMENT", "main"]
 
 _TITLES = {
     "layers_and_blocks": "Layers and blocks",
@@ -22,15 +31,40 @@ _TITLES = {
     "gpu": "GPUs",
 }
 
+#: environment defaults that keep the frameworks' C++ start-up logs (INFO and WARNING lines of
+#: absl, oneDNN and glog) out of the demo; a value already in the environment wins
+QUIET_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "2",  # TensorFlow: errors only (no absl/oneDNN/cpu_feature_guard)
+    "GLOG_minloglevel": "2",  # Paddle (and other glog users): errors only
+}
+
+
+def _labelled_print(section: str) -> Callable[..., None]:
+    """A ``print`` for one example module that first shows the statement that called it."""
+
+    def print_(*args: Any, **kwargs: Any) -> None:
+        frame = sys._getframe(1)
+        code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+        builtins.print(f">>> {code}  # {section}.py, line {frame.f_lineno}")
+        builtins.print(*args, **kwargs)
+
+    return print_
+
 
 def main(seed: int = 0) -> int:
-    """Print every section's output; returns 0 (the exit status)."""
+    """Print every section's output, each after the statement that printed it; returns 0."""
+    for key, value in QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
     bk = registry.current()
     print(f"multidev demo on the {bk.name} backend")
     for name in SECTIONS:
-        title = _TITLES.get(name, name)
-        print(f"\n== {title} ==")
-        importlib.import_module(f"multidev.examples.{name}").main(seed)
+        print(f"\n== {_TITLES.get(name, name)} ==")
+        module = importlib.import_module(f"multidev.examples.{name}")
+        module.print = _labelled_print(name)
+        try:
+            module.main(seed)
+        finally:
+            del module.print
     return 0
 
 

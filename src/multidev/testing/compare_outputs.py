@@ -2,7 +2,10 @@
 
 ``python -m multidev.testing.compare_outputs a.txt b.txt …`` checks that the texts agree
 token by token: words must be equal (backend names aside), numbers equal within float32
-tolerance. Prints the largest difference and exits non-zero on any disagreement.
+tolerance. A NaN anywhere fails, even where every backend printed it: the examples never
+compute one, so a NaN is a defect, and one shared by all backends (a bug in the core) must not
+pass as agreement. Infinities agree only with the same infinity. Prints the largest difference
+and exits non-zero on any disagreement.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?i:inf|infinity|nan)\b")
 _BACKEND = re.compile(r"\b(numpy|torch|tensorflow|paddle|mxnet)\b")
 
 
@@ -29,7 +32,18 @@ def tokens(text: str) -> list[str | float]:
     return out
 
 
+def _number_problem(x: float, y: float, rtol: float, atol: float) -> bool:
+    """Whether ``x`` (compared) and ``y`` (reference) disagree: any NaN, unequal infinities,
+    or a finite difference over ``atol + rtol * |y|``."""
+    if math.isnan(x) or math.isnan(y):
+        return True
+    if math.isinf(x) or math.isinf(y):
+        return x != y
+    return abs(x - y) > atol + rtol * abs(y)
+
+
 def compare(a: str, b: str, rtol: float, atol: float) -> tuple[list[str], float]:
+    """(problems, largest finite difference) between the texts ``a`` and reference ``b``."""
     ta, tb = tokens(a), tokens(b)
     problems: list[str] = []
     worst = 0.0
@@ -37,12 +51,11 @@ def compare(a: str, b: str, rtol: float, atol: float) -> tuple[list[str], float]
         problems.append(f"different number of tokens: {len(ta)} vs {len(tb)}")
     for i, (x, y) in enumerate(zip(ta, tb, strict=False)):
         if isinstance(x, float) and isinstance(y, float):
-            if math.isnan(x) and math.isnan(y):
-                continue
-            diff = abs(x - y)
-            worst = max(worst, diff)
-            if diff > atol + rtol * abs(y):
-                problems.append(f"token {i}: {x!r} vs {y!r}")
+            if math.isfinite(x) and math.isfinite(y):
+                worst = max(worst, abs(x - y))
+            if _number_problem(x, y, rtol, atol):
+                nan = " (NaN never agrees)" if math.isnan(x) or math.isnan(y) else ""
+                problems.append(f"token {i}: {x!r} vs {y!r}{nan}")
         elif x != y:
             problems.append(f"token {i}: {x!r} vs {y!r}")
         if len(problems) > 20:
@@ -62,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ref_path}: empty output")
         return 1
     status = 0
+    if len(args.files) == 1:
+        problems, _ = compare(ref, ref, args.rtol, args.atol)
+        print(f"{ref_path.name}: {'DIFFERS' if problems else 'agrees'} with itself")
+        for line in problems:
+            print("   ", line)
+        return int(bool(problems))
     for path in args.files[1:]:
         problems, worst = compare(path.read_text(), ref, args.rtol, args.atol)
         verdict = "agrees" if not problems else "DIFFERS"

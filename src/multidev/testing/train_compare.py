@@ -4,8 +4,9 @@
 (``TRAINING_EXAMPLES``) with one seed on the active backend and records its per-epoch losses
 and its loss threshold. ``python -m multidev.testing.train_compare check A.json B.json …``
 fails unless, for each example, the per-epoch losses of all the files agree within ``--rtol``
-(default 1e-4) relative and each file's final loss is below the example's threshold; it prints
-the largest relative difference either way.
+(default 1e-4) relative, every loss of every epoch is finite (a NaN or infinity in any epoch
+fails, even where all backends have it) and each file's final loss is below the example's
+threshold; it prints the largest relative difference either way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,11 @@ def _relative(a: float, b: float) -> float:
     return 0.0 if scale == 0.0 else abs(a - b) / scale
 
 
+def _finite(value: Any) -> bool:
+    """Whether a recorded loss is a finite number (JSON may hold NaN, Infinity or null)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check(results: list[dict[str, Any]], rtol: float = 1e-4) -> tuple[list[str], list[str]]:
     """(problems, report lines) for the results of several backends."""
     problems: list[str] = []
@@ -53,6 +60,15 @@ def check(results: list[dict[str, Any]], rtol: float = 1e-4) -> tuple[list[str],
         if missing:
             problems.append(f"{name}: no results from {', '.join(missing)}")
             runs = [(b, ex) for b, ex in runs if ex is not None]
+        finite = []
+        for backend, ex in runs:
+            bad = [(e, v) for e, v in enumerate(ex["losses"], 1) if not _finite(v)]
+            if bad or not ex["losses"]:
+                where_bad = ", ".join(f"epoch {e}: {v!r}" for e, v in bad) or "no epochs"
+                problems.append(f"{name}: {backend} has non-finite losses ({where_bad})")
+            else:
+                finite.append((backend, ex))
+        runs = finite
         if not runs:
             continue
         ref_backend, ref = runs[0]
