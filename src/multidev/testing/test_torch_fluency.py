@@ -34,7 +34,7 @@ def _same_as_reference(fn, *arrays: np.ndarray) -> md.Tensor:
 
 
 def _check(t, want, dtype, device=None) -> None:
-    assert type(t) is md.Tensor, type(t)
+    assert isinstance(t, md.Tensor), type(t)
     assert t.backend == md.get_backend()
     assert t.device is (md.default_device() if device is None else device)
     assert t.dtype is dtype, (t.dtype, dtype)
