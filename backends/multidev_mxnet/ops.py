@@ -16,6 +16,7 @@ from multidev.contract import PythonOperatorOps
 
 from .dtypes import native
 from .indexing import getitem, like
+from .sequence_ops import SequenceOps
 
 __all__ = ["FLOATS", "Ops"]
 
@@ -287,7 +288,7 @@ def _astype(x, dt: _dt.DType):
     return x.astype(native(dt))
 
 
-class Ops(PythonOperatorOps):
+class Ops(SequenceOps, PythonOperatorOps):
     add = staticmethod(_add)
     multiply = staticmethod(_multiply)
     pow = staticmethod(_pow)

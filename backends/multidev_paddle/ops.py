@@ -20,6 +20,7 @@ from multidev import dtypes as _dt
 from multidev.contract import PythonOperatorOps
 
 from .dtypes import NATIVE, dtype_name, md_dtype
+from .sequence_ops import SequenceOps
 
 __all__ = ["FLOATS", "Ops", "native_key"]
 
@@ -244,7 +245,7 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
-class Ops(PythonOperatorOps):
+class Ops(SequenceOps, PythonOperatorOps):
     add = staticmethod(_wide(operator.add, "add"))
     subtract = staticmethod(_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER))
     multiply = staticmethod(_wide(operator.mul, "multiply"))

@@ -14,6 +14,7 @@ from multidev.contract import PythonOperatorOps
 
 from .dtypes import NATIVE
 from .indexing import getitem
+from .sequence_ops import SequenceOps
 
 __all__ = ["Ops"]
 
@@ -237,7 +238,7 @@ def copy(x):
     return tf.identity(x)
 
 
-class Ops(PythonOperatorOps):
+class Ops(SequenceOps, PythonOperatorOps):
     """Native TensorFlow operations; every entry takes and returns eager tensors."""
 
     add = staticmethod(_binary(tf.math.add, "add"))

@@ -10,6 +10,7 @@ from multidev.contract import PythonOperatorOps
 
 from .dtypes import NATIVE
 from .indexing import getitem
+from .sequence_ops import SequenceOps
 
 __all__ = ["Ops"]
 
@@ -89,7 +90,7 @@ def _clip(x, lo, hi):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
-class Ops(PythonOperatorOps):
+class Ops(SequenceOps, PythonOperatorOps):
     matmul = staticmethod(_matmul)
     maximum = staticmethod(torch.maximum)
     minimum = staticmethod(torch.minimum)

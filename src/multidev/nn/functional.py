@@ -19,10 +19,15 @@ from ..tensors import Tensor
 __all__ = [
     "cross_entropy",
     "dropout",
+    "embedding",
+    "gelu",
+    "layer_norm",
     "linear",
     "log_softmax",
     "mse_loss",
+    "one_hot",
     "relu",
+    "scaled_dot_product_attention",
     "sigmoid",
     "softmax",
     "tanh",
@@ -180,3 +185,10 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 # ---------------------------------------------------------------- losses
 
 from .losses import cross_entropy, mse_loss  # noqa: E402
+from .sequence_functional import (  # noqa: E402
+    embedding,
+    gelu,
+    layer_norm,
+    one_hot,
+    scaled_dot_product_attention,
+)
