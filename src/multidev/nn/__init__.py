@@ -9,6 +9,8 @@ from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
 from .parameter import Parameter, UninitializedParameter
+from .sequence_layers import *  # noqa: F403
+from .sequence_layers import __all__ as _sequence_all
 
 __all__ = [
     "Block",
@@ -28,4 +30,5 @@ __all__ = [
     "UninitializedParameter",
     "functional",
     "init",
+    *_sequence_all,
 ]

@@ -238,13 +238,15 @@ def scaled_dot_product_attention(
 def attention_weights_and_output(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float
 ) -> tuple[Tensor, Tensor]:
-    """(attention weights, output) from matmul and softmax kernels, dropout on the weights."""
+    """(attention weights, output) from matmul and softmax kernels; the weights returned are
+    those applied, after dropout, as PyTorch's ``MultiheadAttention`` returns them."""
     scores = ops.matmul(q, ops.transpose(k, -2, -1)) * scale
     if mask is not None:
         scores = scores + mask
     w = F.softmax(scores, -1)
-    wd = F.dropout(w, dropout_p, True) if dropout_p > 0.0 else w
-    return w, ops.matmul(wd, v)
+    if dropout_p > 0.0:
+        w = F.dropout(w, dropout_p, True)
+    return w, ops.matmul(w, v)
 
 
 # ---------------------------------------------------------------- recurrent
