@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 __all__ = ["OPS"]
 
 
@@ -117,3 +119,5 @@ OPS = native_table(
         "native_sgd_step": _native_sgd_step,
     },
 )
+
+OPS.update(native_table(lambda a: tf.constant(np.asarray(a)), _np, SEQUENCE_OPS))

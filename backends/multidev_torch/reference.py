@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 __all__ = ["OPS"]
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -102,3 +104,5 @@ OPS = native_table(
         "native_sgd_step": _native_sgd_step,
     },
 )
+
+OPS.update(native_table(_t, _np, SEQUENCE_OPS))

@@ -33,6 +33,8 @@ SECTIONS = (
     "checkpoint",
     "autograd",
     "native_interop",
+    "recurrent",
+    "attention",
     "gpu",
 )
 
