@@ -7,7 +7,7 @@ import math
 from mxnet import np as mnp
 from mxnet import npx
 
-__all__ = ["SequenceOps"]
+__all__ = ["SEQUENCE_LOWERINGS"]
 
 
 def _gelu(x, tanh):
@@ -44,10 +44,12 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
     return (out[0], out[1], out[2]) if mode == "lstm" else (out[0], out[1], None)
 
 
-class SequenceOps:
-    embedding = staticmethod(lambda w, idx: mnp.take(w, idx, axis=0))
-    one_hot = staticmethod(lambda idx, n: npx.one_hot(idx, n, dtype="int64"))
-    stop_gradient = staticmethod(lambda x: x.detach())
-    layer_norm = staticmethod(lambda x, w, b, eps: npx.layer_norm(x, w, b, axis=-1, eps=eps))
-    gelu = staticmethod(_gelu)
-    rnn = staticmethod(_rnn)
+#: op name -> lowering, passed to this adapter's op_table
+SEQUENCE_LOWERINGS = {
+    "embedding": lambda w, idx: mnp.take(w, idx, axis=0),
+    "one_hot": lambda idx, n: npx.one_hot(idx, n, dtype="int64"),
+    "stop_gradient": lambda x: x.detach(),
+    "layer_norm": lambda x, w, b, eps: npx.layer_norm(x, w, b, axis=-1, eps=eps),
+    "gelu": _gelu,
+    "rnn": _rnn,
+}

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["SequenceOps"]
+__all__ = ["SEQUENCE_LOWERINGS"]
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -24,9 +24,11 @@ def _gelu(x, tanh):
     return (0.5 * x * (1 + _erf(x / math.sqrt(2)).astype(np.float64))).astype(x.dtype)
 
 
-class SequenceOps:
-    embedding = staticmethod(lambda w, idx: np.asarray(w[idx]))
-    one_hot = staticmethod(lambda idx, n: np.eye(n, dtype=np.int64)[idx])
-    stop_gradient = staticmethod(lambda x: x)
-    layer_norm = staticmethod(_layer_norm)
-    gelu = staticmethod(_gelu)
+#: op name -> lowering, passed to this adapter's op_table
+SEQUENCE_LOWERINGS = {
+    "embedding": lambda w, idx: np.asarray(w[idx]),
+    "one_hot": lambda idx, n: np.eye(n, dtype=np.int64)[idx],
+    "stop_gradient": lambda x: x,
+    "layer_norm": _layer_norm,
+    "gelu": _gelu,
+}

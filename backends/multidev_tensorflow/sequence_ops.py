@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["SequenceOps"]
+__all__ = ["SEQUENCE_LOWERINGS"]
 
 
 def _layer_norm(x, w, b, eps):
@@ -15,9 +15,11 @@ def _layer_norm(x, w, b, eps):
     return tf.nn.batch_normalization(x, mean, var, b, w, eps)
 
 
-class SequenceOps:
-    embedding = staticmethod(lambda w, idx: tf.gather(w, idx))
-    one_hot = staticmethod(lambda idx, n: tf.one_hot(idx, n, dtype=tf.int64))
-    stop_gradient = staticmethod(tf.stop_gradient)
-    layer_norm = staticmethod(_layer_norm)
-    gelu = staticmethod(lambda x, tanh: tf.nn.gelu(x, approximate=tanh))
+#: op name -> lowering, passed to this adapter's op_table
+SEQUENCE_LOWERINGS = {
+    "embedding": lambda w, idx: tf.gather(w, idx),
+    "one_hot": lambda idx, n: tf.one_hot(idx, n, dtype=tf.int64),
+    "stop_gradient": tf.stop_gradient,
+    "layer_norm": _layer_norm,
+    "gelu": lambda x, tanh: tf.nn.gelu(x, approximate=tanh),
+}

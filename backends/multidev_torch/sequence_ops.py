@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["SequenceOps"]
+__all__ = ["SEQUENCE_LOWERINGS"]
 
 
 def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
@@ -21,15 +21,15 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
     return y, h, None
 
 
-class SequenceOps:
-    embedding = staticmethod(lambda w, idx: F.embedding(idx, w))
-    one_hot = staticmethod(F.one_hot)
-    stop_gradient = staticmethod(torch.Tensor.detach)
-    layer_norm = staticmethod(lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps))
-    gelu = staticmethod(lambda x, tanh: F.gelu(x, approximate="tanh" if tanh else "none"))
-    scaled_dot_product_attention = staticmethod(
-        lambda q, k, v, mask, scale: F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, scale=scale
-        )
-    )
-    rnn = staticmethod(_rnn)
+#: op name -> lowering, passed to this adapter's op_table
+SEQUENCE_LOWERINGS = {
+    "embedding": lambda w, idx: F.embedding(idx, w),
+    "one_hot": F.one_hot,
+    "stop_gradient": torch.Tensor.detach,
+    "layer_norm": lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
+    "gelu": lambda x, tanh: F.gelu(x, approximate="tanh" if tanh else "none"),
+    "scaled_dot_product_attention": lambda q, k, v, mask, scale: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, scale=scale
+    ),
+    "rnn": _rnn,
+}
