@@ -50,3 +50,10 @@ def host_normal(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0) -> 
     if mean != 0.0:
         z += np.float32(mean)
     return z
+
+
+def dropout_mask(shape: tuple[int, ...], p: float, dtype: np.dtype) -> np.ndarray:
+    """Inverted-dropout multipliers: 0 with probability ``p``, else 1 / (1 - p), drawn from
+    the host generator (the same elements on every backend after ``manual_seed``)."""
+    keep = host_uniform(shape) >= np.float32(p)
+    return np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0.0)).astype(dtype)

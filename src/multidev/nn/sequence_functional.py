@@ -23,8 +23,8 @@ from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
 from ..dispatch import on as _on
 from ..dispatch import wrap as _wrap
+from ..random import dropout_mask
 from ..tensors import Tensor
-from . import functional as F
 
 __all__ = [
     "RNN_MODES",
@@ -55,6 +55,31 @@ def _same_float(*ts: Tensor | None) -> None:
                 f"Expected tensors of one floating dtype. Received: {first._dtype} and "
                 f"{t._dtype}. Convert them with .to(dtype) first."
             )
+
+
+def _host(arr: np.ndarray, like: Tensor) -> Tensor:
+    """A host array as a Tensor on ``like``'s backend and device, in ``like``'s dtype."""
+    bk, dev = like._bk, like._dev
+    arr = arr.astype(like._dtype.numpy, copy=False)
+    return Tensor(_on(bk, dev, bk.from_numpy, arr, dev), bk, dev, like._dtype)
+
+
+def _op(x: Tensor, name: str, *args: Any) -> Tensor:
+    """The adapter's op ``name`` on x (and native ``args``), same dtype."""
+    return _wrap(x, _call(x, name, x._native, *args), x._dtype)
+
+
+def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """x @ w.T + b through the adapter's fused ``linear`` where it has one."""
+    if getattr(x._bk.ops, "linear", None) is not None:
+        return _op(x, "linear", w._native, None if b is None else b._native)
+    y = ops.matmul(x, ops.transpose(w, 0, 1))
+    return y if b is None else y + b
+
+
+def _dropout(x: Tensor, p: float) -> Tensor:
+    """Inverted dropout with the host generator's mask (as ``nn.functional.dropout``)."""
+    return x * _host(dropout_mask(x.shape, p, x._dtype.numpy), x)
 
 
 # ---------------------------------------------------------------- embedding / one_hot
@@ -93,7 +118,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     if padding_idx is not None:
         keep = np.ones((n, 1), dtype=weight._dtype.numpy)
         keep[padding_idx % n] = 0
-        k = _tensor(keep, weight)
+        k = _host(keep, weight)
         w = weight * k + _stop(weight) * (1 - k)
     out = _call(w, "embedding", w._native, idx._native)
     return _wrap(w, out, w._dtype)
@@ -150,8 +175,8 @@ def layer_norm(
     lead = x.shape[: x.ndim - k]
     x2 = ops.reshape(x, (*lead, n)) if k != 1 else x
     bk = x._bk
-    w = ops.reshape(weight, (n,)) if weight is not None else _tensor(np.ones(n, x._dtype.numpy), x)
-    b = ops.reshape(bias, (n,)) if bias is not None else _tensor(np.zeros(n, x._dtype.numpy), x)
+    w = ops.reshape(weight, (n,)) if weight is not None else _host(np.ones(n), x)
+    b = ops.reshape(bias, (n,)) if bias is not None else _host(np.zeros(n), x)
     out = _on(bk, x._dev, bk.ops.layer_norm, x2._native, w._native, b._native, float(eps))
     y = Tensor(out, bk, x._dev, x._dtype)
     return ops.reshape(y, x.shape) if k != 1 else y
@@ -176,14 +201,14 @@ def _additive_mask(q: Tensor, s: int, attn_mask: Any, is_causal: bool) -> Tensor
         if attn_mask is not None:
             raise ValueError("Expected either attn_mask or is_causal=True. Received: both")
         add = np.where(np.tril(np.ones((L, s), dtype=bool)), 0.0, -np.inf).astype(q._dtype.numpy)
-        return _tensor(add, q)
+        return _host(add, q)
     if attn_mask is None:
         return None
     m = _tensor(attn_mask, q)
     _check_same(q, m)
     if m._dtype is _dt.bool:
-        zeros = _tensor(np.zeros((), q._dtype.numpy), q)
-        ninf = _tensor(np.full((), -np.inf, q._dtype.numpy), q)
+        zeros = _host(np.zeros(()), q)
+        ninf = _host(np.full((), -np.inf), q)
         return ops.where(m, zeros, ninf)
     if m._dtype is not q._dtype:
         m = ops.astype(m, q._dtype)
@@ -243,9 +268,9 @@ def attention_weights_and_output(
     scores = ops.matmul(q, ops.transpose(k, -2, -1)) * scale
     if mask is not None:
         scores = scores + mask
-    w = F.softmax(scores, -1)
+    w = _op(scores, "softmax", scores.ndim - 1)
     if dropout_p > 0.0:
-        w = F.dropout(w, dropout_p, True)
+        w = _dropout(w, dropout_p)
     return w, ops.matmul(w, v)
 
 
@@ -264,27 +289,27 @@ def _cell_loop(
     w_ih, w_hh = w[0], w[1]
     b_ih, b_hh = (w[2], w[3]) if len(w) == 4 else (None, None)
     H = w_hh.shape[1]
-    gi = F.linear(x, w_ih, b_ih)  # all time steps in one kernel
+    gi = _linear(x, w_ih, b_ih)  # all time steps in one kernel
     steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
     outs = []
     for t in steps:
-        gh = F.linear(h, w_hh, b_hh)
+        gh = _linear(h, w_hh, b_hh)
         g = gi[t]
         if mode == "gru":
-            r = F.sigmoid(g[:, :H] + gh[:, :H])
-            z = F.sigmoid(g[:, H : 2 * H] + gh[:, H : 2 * H])
-            n = F.tanh(g[:, 2 * H :] + r * gh[:, 2 * H :])
+            r = _op(g[:, :H] + gh[:, :H], "sigmoid")
+            z = _op(g[:, H : 2 * H] + gh[:, H : 2 * H], "sigmoid")
+            n = _op(g[:, 2 * H :] + r * gh[:, 2 * H :], "tanh")
             h = n + z * (h - n)
         elif mode == "lstm":
             a = g + gh
-            i, f = F.sigmoid(a[:, :H]), F.sigmoid(a[:, H : 2 * H])
-            cand, o = F.tanh(a[:, 2 * H : 3 * H]), F.sigmoid(a[:, 3 * H :])
+            i, f = _op(a[:, :H], "sigmoid"), _op(a[:, H : 2 * H], "sigmoid")
+            cand, o = _op(a[:, 2 * H : 3 * H], "tanh"), _op(a[:, 3 * H :], "sigmoid")
             c = f * c + i * cand
-            h = o * F.tanh(c)
+            h = o * _op(c, "tanh")
         elif mode == "rnn_tanh":
-            h = F.tanh(g + gh)
+            h = _op(g + gh, "tanh")
         else:
-            h = F.relu(g + gh)
+            h = _op(g + gh, "relu")
         outs.append(h)
     if reverse:
         outs.reverse()
@@ -388,7 +413,7 @@ def rnn(
             hs.append(h)
             cs.append(c)
             if layer < num_layers - 1:
-                x = F.dropout(x, dropout, True)
+                x = _dropout(x, dropout)
         h_n = ops.concat(hs, axis=0)
         c_n = None if c0 is None else ops.concat(cs, axis=0)
     else:
