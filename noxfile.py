@@ -56,6 +56,7 @@ nox.options.sessions = [
     "examples",
     "training",
     "resume",
+    "training-sequence",
     "lint",
 ]
 
@@ -336,3 +337,32 @@ def lint(session: nox.Session) -> None:
     session.install("-c", "constraints/tools.txt", "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(name="training-sequence")
+def training_sequence(session: nox.Session) -> None:
+    """The sequence examples (RNN/GRU/LSTM language models, Transformer classifier), trained in
+    each autograd backend's tests environment with one seed: per-step losses must agree within
+    1e-4 relative and end below each example's threshold."""
+    out = SHARED / "training-sequence"
+    files = []
+    for b in (b for b in BACKENDS if b != "numpy"):
+        files.append(str(out / f"{b}.json"))
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.train_sequence",
+            "--quiet",
+            "--out",
+            files[-1],
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0"},
+            external=True,
+        )
+    session.run(
+        str(_venv_python("numpy")),
+        "-m",
+        "multidev.testing.train_compare",
+        "check",
+        *files,
+        external=True,
+    )

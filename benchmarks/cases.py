@@ -337,6 +337,8 @@ def ckpt_cases(ctx: Context) -> list[Case]:
     return [save, load]
 
 
+from sequence_cases import gru_step_case  # noqa: E402  (it builds on the classes above)
+
 #: case group -> builder; the NumPy backend runs only the op cases (it has no autograd)
 BUILDERS: dict[str, Callable[[Context], list[Case]]] = {
     "op": op_cases,
@@ -344,5 +346,6 @@ BUILDERS: dict[str, Callable[[Context], list[Case]]] = {
     "mlp_small": mlp_small_case,
     "mlp_large": mlp_large_case,
     "ckpt": ckpt_cases,
+    "gru_step": gru_step_case,
 }
 NUMPY_GROUPS = ("op", "to_device_noop")

@@ -16,6 +16,7 @@ from multidev.contract import op_table
 
 from .dtypes import native
 from .indexing import getitem, like
+from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS"]
 
@@ -322,4 +323,5 @@ OPS = op_table(
     stack=lambda xs, axis: mnp.stack(xs, axis=axis),
     sum=_reduction(mnp.sum, 0),
     where=_where,
+    **SEQUENCE_LOWERINGS,
 )

@@ -16,6 +16,8 @@ from mxnet import np as mnp
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 __all__ = ["OPS"]
 
 
@@ -102,3 +104,9 @@ _TABLE = native_table(
 
 #: name -> the op computed by MXNet on NumPy arrays, returning a NumPy array
 OPS = {name: mx.util.use_np(fn) for name, fn in _TABLE.items()}
+OPS.update(
+    {
+        name: mx.util.use_np(fn)
+        for name, fn in native_table(_mx, lambda x: x.asnumpy(), SEQUENCE_OPS).items()
+    }
+)

@@ -9,6 +9,8 @@ import numpy as np
 
 from multidev.contract import op_table
 
+from .sequence_ops import SEQUENCE_LOWERINGS
+
 __all__ = ["OPS", "writable"]
 
 _asarray = np.asarray
@@ -117,4 +119,5 @@ OPS = op_table(
     getitem=_arr(lambda x, key: x[key]),
     astype=lambda x, dt: x.astype(dt.numpy),
     copy=np.array,
+    **SEQUENCE_LOWERINGS,
 )

@@ -20,6 +20,7 @@ from multidev import dtypes as _dt
 from multidev.contract import op_table
 
 from .dtypes import NATIVE, dtype_name, md_dtype
+from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS", "native_key"]
 
@@ -294,4 +295,5 @@ OPS = op_table(
     astype=lambda x, dt: x.astype(NATIVE[dt]),
     copy=lambda x: x.clone(),
     linear=_wide(_linear, "linear"),
+    **SEQUENCE_LOWERINGS,
 )

@@ -11,6 +11,8 @@ import numpy as np
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="No ccache found")
     import paddle
@@ -109,3 +111,5 @@ OPS = native_table(
     },
     paddle,
 )
+
+OPS.update(native_table(_t, _np, SEQUENCE_OPS))

@@ -14,6 +14,7 @@ from multidev.contract import op_table
 
 from .dtypes import NATIVE
 from .indexing import getitem
+from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
@@ -279,4 +280,5 @@ OPS = op_table(
     getitem=getitem,
     astype=_astype,
     copy=copy,
+    **SEQUENCE_LOWERINGS,
 )

@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 __all__ = ["OPS"]
 
 
@@ -109,3 +111,5 @@ OPS = native_table(
     },
     tf.math,
 )
+
+OPS.update(native_table(lambda a: tf.constant(np.asarray(a)), _np, SEQUENCE_OPS))

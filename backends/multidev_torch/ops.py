@@ -8,6 +8,7 @@ from multidev.contract import op_table
 
 from .dtypes import NATIVE
 from .indexing import getitem
+from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
@@ -110,4 +111,5 @@ OPS = op_table(
     copy=torch.clone,
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
+    **SEQUENCE_LOWERINGS,
 )

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 from multidev.testing.reference import native_table
 
+from .sequence_reference import SEQUENCE_OPS
+
 __all__ = ["OPS"]
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -92,3 +94,5 @@ OPS = native_table(
     },
     torch,
 )
+
+OPS.update(native_table(_t, _np, SEQUENCE_OPS))

@@ -133,6 +133,15 @@ class OpTable(Protocol):
     getitem: Binary  # (x, key): key holds ints, slices, None, Ellipsis, native tensors
     astype: Callable[[Any, DType], Any]  # (x, dtype)
     # optional: linear(x, weight (out, in), bias or None), the fused op behind nn.Linear
+    # sequence ops (multidev.nn.sequence_functional); lowerings in each adapter's sequence_ops.py
+    embedding: Binary  # (weight (n, d), int64 indices) -> rows
+    one_hot: Callable[[Any, int], Any]  # (int64 indices, num_classes) -> int64
+    stop_gradient: Unary  # the same values without a gradient path
+    layer_norm: Callable[[Any, Any, Any, float], Any]  # (x, weight, bias, eps), last axis
+    gelu: Callable[[Any, bool], Any]  # (x, tanh approximation?)
+    # optional, fused kernels (else composed in the core):
+    # scaled_dot_product_attention(q, k, v, additive float mask or None, scale) and
+    # rnn(mode, x (T, N, I), h0, c0 or None, weights, num_layers, bidirectional) -> (y, h, c)
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "draw_seed",
+    "dropout_mask",
     "get_state",
     "host_normal",
     "host_permutation",
@@ -120,3 +121,10 @@ def host_permutation(n: int, seed: int) -> np.ndarray:
     PCG64 outputs, identical on every backend and NumPy release."""
     keys = np.random.PCG64(seed).random_raw(n)
     return np.argsort(keys, kind="stable").astype(np.int64)
+
+
+def dropout_mask(shape: tuple[int, ...], p: float, dtype: np.dtype) -> np.ndarray:
+    """Inverted-dropout multipliers: 0 with probability ``p``, else 1 / (1 - p), drawn from
+    the host generator (the same elements on every backend after ``manual_seed``)."""
+    keep = host_uniform(shape) >= np.float32(p)
+    return np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0.0)).astype(dtype)

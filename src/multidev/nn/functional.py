@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
@@ -13,16 +11,21 @@ from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
 from ..dispatch import on as _on
 from ..dispatch import wrap as _wrap
-from ..random import host_uniform
+from ..random import dropout_mask
 from ..tensors import Tensor
 
 __all__ = [
     "cross_entropy",
     "dropout",
+    "embedding",
+    "gelu",
+    "layer_norm",
     "linear",
     "log_softmax",
     "mse_loss",
+    "one_hot",
     "relu",
+    "scaled_dot_product_attention",
     "sigmoid",
     "softmax",
     "tanh",
@@ -170,8 +173,7 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
     x = _floating(x)
     if p == 1.0:
         return x * 0.0
-    keep = host_uniform(x.shape) >= np.float32(p)
-    mask = np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0.0)).astype(x._dtype.numpy)
+    mask = dropout_mask(x.shape, p, x._dtype.numpy)
     bk = x._bk
     m = Tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
     return x * m
@@ -180,3 +182,10 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 # ---------------------------------------------------------------- losses
 
 from .losses import cross_entropy, mse_loss  # noqa: E402
+from .sequence_functional import (  # noqa: E402
+    embedding,
+    gelu,
+    layer_norm,
+    one_hot,
+    scaled_dot_product_attention,
+)

@@ -34,6 +34,8 @@ SECTIONS = (
     "checkpoint",
     "autograd",
     "native_interop",
+    "recurrent",
+    "attention",
     "gpu",
 )
 
@@ -47,6 +49,7 @@ REFERENCE_KEYS = (
     *("where", "clip", "linear"),
     *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
     *("native_parameters", "native_sgd_step"),
+    *("rnn_layer", "attention", "layer_norm", "gelu", "embedding"),
 )
 
 

@@ -1,0 +1,58 @@
+"""Paddle lowerings of the sequence ops (``multidev.nn.sequence_functional``), the RNN on
+Paddle's fused kernel."""
+
+from __future__ import annotations
+
+import paddle
+import paddle.nn.functional as F
+from paddle import _C_ops
+
+__all__ = ["SEQUENCE_LOWERINGS"]
+
+
+_MODES = {"gru": "GRU", "lstm": "LSTM", "rnn_tanh": "RNN_TANH", "rnn_relu": "RNN_RELU"}
+
+
+def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
+    """Paddle's fused RNN kernel (the one behind ``paddle.nn.GRU``; cuDNN on GPU): weights as
+    all (w_ih, w_hh) per layer and direction, then all biases; gate orders equal PyTorch's.
+    Run in training form (``is_test=False``, dropout 0): only that form has a backward."""
+    dirs = 2 if bidirectional else 1
+    per = len(weights) // (num_layers * dirs)
+    groups = [weights[i : i + per] for i in range(0, len(weights), per)]
+    flat = [w for g in groups for w in g[:2]]
+    if per == 4:
+        flat += [b for g in groups for b in g[2:]]
+    else:
+        flat += [paddle.zeros([g[0].shape[0]], x.dtype) for g in groups for _ in range(2)]
+    states = [h0] if c0 is None else [h0, c0]
+    dropout_state = paddle.empty([0], dtype="uint8")
+    out, _, state = _C_ops.rnn(
+        x,
+        states,
+        flat,
+        None,
+        dropout_state,
+        0.0,
+        bidirectional,
+        x.shape[-1],
+        h0.shape[-1],
+        num_layers,
+        _MODES[mode],
+        0,
+        False,
+    )
+    return (out, state[0], None) if c0 is None else (out, state[0], state[1])
+
+
+#: op name -> lowering, passed to this adapter's op_table
+SEQUENCE_LOWERINGS = {
+    "embedding": lambda w, idx: F.embedding(idx, w),
+    "one_hot": lambda idx, n: F.one_hot(idx, n).astype(paddle.int64),
+    "stop_gradient": lambda x: x.detach(),
+    "layer_norm": lambda x, w, b, eps: F.layer_norm(
+        x, [x.shape[-1]], weight=w, bias=b, epsilon=eps
+    ),
+    "gelu": lambda x, tanh: F.gelu(x, approximate=tanh),
+    "rnn": _rnn,
+}

@@ -1,0 +1,57 @@
+"""Sequence and attention computations in PyTorch's own code (``torch.nn`` layers), for the
+conformance sections "recurrent" and "attention"."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["SEQUENCE_OPS"]
+
+_RNN = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM, "rnn_tanh": torch.nn.RNN}
+
+
+def _rnn_layer(mode, x, weights, num_layers, bidirectional, gy):
+    """torch.nn.GRU/LSTM/RNN (batch-first) on the given weights: (y, dx, *dweights)."""
+    m = _RNN[mode](
+        x.shape[-1], weights[1].shape[1], num_layers, batch_first=True, bidirectional=bidirectional
+    )
+    params = list(m.parameters())
+    with torch.no_grad():
+        for p, w in zip(params, weights, strict=True):
+            p.copy_(w)
+    x = x.requires_grad_()
+    y = m(x)[0]
+    y.backward(gy)
+    return (y, x.grad, *(p.grad for p in params))
+
+
+def _attention(q, k, v, mask, is_causal, gy):
+    """F.scaled_dot_product_attention (bool mask, True = attend): (out, dq, dk, dv)."""
+    ts = [t.requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ts, attn_mask=mask, is_causal=is_causal)
+    out.backward(gy)
+    return (out, *(t.grad for t in ts))
+
+
+def _mha(x, in_w, in_b, out_w, out_b, num_heads, key_padding_mask, attn_mask):
+    """torch.nn.MultiheadAttention (batch-first self-attention): (output, averaged weights)."""
+    E = x.shape[-1]
+    m = torch.nn.MultiheadAttention(E, num_heads, batch_first=True)
+    with torch.no_grad():
+        m.in_proj_weight.copy_(in_w)
+        m.in_proj_bias.copy_(in_b)
+        m.out_proj.weight.copy_(out_w)
+        m.out_proj.bias.copy_(out_b)
+    out, w = m(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask)
+    return out, w
+
+
+SEQUENCE_OPS = {
+    "rnn_layer": _rnn_layer,
+    "attention": _attention,
+    "mha": _mha,
+    "layer_norm": lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
+    "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
+    "embedding": lambda idx, w: F.embedding(idx, w),
+}

@@ -1,0 +1,182 @@
+"""``RNN``, ``GRU`` and ``LSTM``: multi-layer, optionally bidirectional recurrent layers with
+PyTorch's arguments, parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), shapes,
+gate order, default initialisation and printing."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..creation import asarray
+from ..dispatch import as_tensor
+from ..random import host_uniform
+from ..tensors import Tensor
+from . import sequence_functional as SF
+from .module import Block
+from .parameter import Parameter
+
+__all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
+
+
+class RNNBase(Block):
+    """The shared recurrent layer; ``mode`` is one of ``sequence_functional.RNN_MODES``.
+
+    Initialised as in PyTorch: every weight and bias from U(-1/sqrt(hidden_size),
+    1/sqrt(hidden_size)), drawn in parameter order from multidev's host generator.
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        for name, v in (
+            ("input_size", input_size),
+            ("hidden_size", hidden_size),
+            ("num_layers", num_layers),
+        ):
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"Expected a positive int for {name}. Received: {v!r}")
+        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {dropout!r}")
+        if proj_size != 0:
+            raise NotImplementedError(
+                f"Expected proj_size=0: LSTM projections are not supported. Received: {proj_size}"
+            )
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gates = SF.RNN_MODES[mode] * hidden_size
+        dirs = 2 if bidirectional else 1
+        stdv = 1.0 / math.sqrt(hidden_size)
+        names = []
+        for layer in range(num_layers):
+            layer_in = input_size if layer == 0 else hidden_size * dirs
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                shapes = [("weight_ih", (gates, layer_in)), ("weight_hh", (gates, hidden_size))]
+                if bias:
+                    shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+                for base, shape in shapes:
+                    values = host_uniform(shape, -stdv, stdv)
+                    self.register_parameter(
+                        base + sfx, Parameter(asarray(values, dtype=dtype, device=device))
+                    )
+                    names.append(base + sfx)
+        self._flat_weights_names = names
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """Per layer and direction: [weight_ih, weight_hh(, bias_ih, bias_hh)]."""
+        per = 4 if self.bias else 2
+        ws = [getattr(self, n) for n in self._flat_weights_names]
+        return [ws[i : i + per] for i in range(0, len(ws), per)]
+
+    def _zeros_state(self, x: Tensor, batch: int) -> Tensor:
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, batch, self.hidden_size)
+        return as_tensor(np.zeros(shape, dtype=x._dtype.numpy), x)
+
+    def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Any]:
+        x = as_tensor(input)
+        unbatched = x.ndim == 2
+        if x.ndim not in (2, 3):
+            raise ValueError(
+                f"Expected a 2-D (unbatched) or 3-D input for {type(self).__name__}. "
+                f"Received: shape {x.shape}"
+            )
+        if unbatched:
+            x = ops.expand_dims(x, 1)
+            if hx is not None:
+                hx = (
+                    tuple(ops.expand_dims(as_tensor(h), 1) for h in hx)
+                    if isinstance(hx, (tuple, list))
+                    else ops.expand_dims(as_tensor(hx), 1)
+                )
+        elif self.batch_first:
+            x = ops.transpose(x, 0, 1)
+        if x.shape[-1] != self.input_size:
+            raise ValueError(
+                f"Expected input with input_size={self.input_size} features in its last axis. "
+                f"Received: shape {as_tensor(input).shape}"
+            )
+        if hx is None:
+            h0 = self._zeros_state(x, x.shape[1])
+            hx = (h0, h0) if self.mode == "lstm" else h0
+        weights = [getattr(self, n) for n in self._flat_weights_names]
+        y, h, c = SF.rnn(
+            self.mode,
+            x,
+            hx,
+            weights,
+            self.num_layers,
+            self.bidirectional,
+            False,
+            self.dropout,
+            self.training,
+        )
+        if unbatched:
+            y, h = ops.squeeze(y, 1), ops.squeeze(h, 1)
+            c = None if c is None else ops.squeeze(c, 1)
+        elif self.batch_first:
+            y = ops.transpose(y, 0, 1)
+        return (y, (h, c)) if self.mode == "lstm" else (y, h)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or ReLU)."""
+
+    def __init__(self, *args: Any, nonlinearity: str = "tanh", **kwargs: Any) -> None:
+        if len(args) > 3:
+            nonlinearity, args = args[3], args[:3] + args[4:]
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Expected nonlinearity 'tanh' or 'relu'. Received: {nonlinearity!r}")
+        super().__init__("rnn_" + nonlinearity, *args, **kwargs)
+        self.nonlinearity = nonlinearity
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit, PyTorch's formulation (gates r, z, n)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__("gru", *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (gates i, f, g, o); returns (output, (h_n, c_n))."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__("lstm", *args, **kwargs)

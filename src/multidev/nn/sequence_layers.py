@@ -1,0 +1,22 @@
+"""The sequence and attention layers, gathered for ``multidev.nn``."""
+
+from __future__ import annotations
+
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .sparse import Embedding
+from .transformer import GELU, LayerNorm, Softmax, TransformerEncoderLayer
+
+__all__ = [
+    "GELU",
+    "GRU",
+    "LSTM",
+    "RNN",
+    "Embedding",
+    "LayerNorm",
+    "MultiheadAttention",
+    "NonDynamicallyQuantizableLinear",
+    "RNNBase",
+    "Softmax",
+    "TransformerEncoderLayer",
+]

@@ -1,0 +1,163 @@
+"""Section "recurrent": ``nn.RNN``, ``nn.GRU`` and ``nn.LSTM`` (multi-layer, bidirectional,
+batch-first) and ``nn.Embedding``.
+
+Forward values are compared with the NumPy reference backend (same seed, same weights) and,
+with gradients, with the framework's own recurrent layer loaded with the same weights
+(``torch.nn.GRU``, Keras ``GRU``, ``paddle.nn.GRU``, Gluon ``rnn.GRU``; the adapter's
+reference ``rnn_layer`` entry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import nn
+
+RTOL, ATOL = 1e-5, 1e-5
+LAYERS = {"rnn_tanh": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+#: (mode, num_layers, bidirectional, batch_first)
+CONFIGS = [
+    ("gru", 2, True, True),
+    ("lstm", 2, True, False),
+    ("rnn_tanh", 2, True, True),
+    ("gru", 1, False, False),
+    ("lstm", 1, False, True),
+]
+IDS = [f"{m}-l{n}-{'bi' if b else 'uni'}-{'bf' if f else 'tf'}" for m, n, b, f in CONFIGS]
+IN, H, N, T = 4, 3, 2, 5
+
+
+def _layer(mode, num_layers, bidirectional, batch_first, **kw):
+    md.manual_seed(0)
+    return LAYERS[mode](
+        IN, H, num_layers, batch_first=batch_first, bidirectional=bidirectional, **kw
+    )
+
+
+def _input(rng, batch_first):
+    x = rng.standard_normal((N, T, IN)).astype(np.float32)
+    return x if batch_first else x.transpose(1, 0, 2).copy()
+
+
+def _run(cfg, x, train=False, **kw):
+    layer = _layer(*cfg, **kw)
+    layer.train(train)
+    y, state = layer(md.asarray(x))
+    states = state if isinstance(state, tuple) else (state,)
+    return [y.numpy(), *(s.numpy() for s in states)]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_forward_matches_numpy_reference_backend(cfg, rng):
+    x = _input(rng, cfg[3])
+    got = _run(cfg, x)
+    with md.use_backend("numpy"):
+        want = _run(cfg, x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_dropout_between_layers_matches_numpy_reference_backend(rng):
+    """Inter-layer dropout draws from multidev's host generator: the same on every backend."""
+    cfg = ("lstm", 3, True, True)
+    x = _input(rng, True)
+    got = _run(cfg, x, train=True, dropout=0.5)
+    with md.use_backend("numpy"):
+        want = _run(cfg, x, train=True, dropout=0.5)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    evaluated = _run(cfg, x, train=False, dropout=0.5)
+    assert not np.allclose(got[0], evaluated[0])
+
+
+@pytest.mark.requires("autograd")
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_forward_and_gradients_match_framework_layer(cfg, rng, native_ops):
+    mode, num_layers, bidirectional, batch_first = cfg
+    layer = _layer(*cfg)
+    x = _input(rng, True)  # the framework layers run batch-first
+    dirs = 2 if bidirectional else 1
+    gy = rng.standard_normal((N, T, H * dirs)).astype(np.float32)
+    xp = nn.Parameter(md.asarray(x if batch_first else x.transpose(1, 0, 2).copy()))
+    with md.autograd.record():
+        y = layer(xp)[0]
+        if not batch_first:
+            y = md.transpose(y, 0, 1)
+        loss = md.sum(y * md.asarray(gy))
+    loss.backward()
+    weights = [p.numpy() for p in layer.parameters()]
+    want_y, want_dx, *want_dw = native_ops["rnn_layer"](
+        mode, x, weights, num_layers, bidirectional, gy
+    )
+    np.testing.assert_allclose(y.numpy(), want_y, rtol=RTOL, atol=ATOL)
+    dx = xp.grad.numpy() if batch_first else xp.grad.numpy().transpose(1, 0, 2)
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-5)
+    for (name, p), w in zip(layer.named_parameters(), want_dw, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_parameter_names_and_shapes_are_pytorchs():
+    gru = nn.GRU(IN, H, num_layers=2, bidirectional=True)
+    names = [n for n, _ in gru.named_parameters()]
+    expected = [
+        f"{kind}_l{layer}{sfx}"
+        for layer in range(2)
+        for sfx in ("", "_reverse")
+        for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    ]
+    assert names == expected
+    assert gru.weight_ih_l0.shape == (3 * H, IN)
+    assert gru.weight_ih_l1.shape == (3 * H, 2 * H)
+    assert nn.LSTM(IN, H).weight_hh_l0.shape == (4 * H, H)
+    assert repr(gru) == f"GRU({IN}, {H}, num_layers=2, bidirectional=True)"
+
+
+def test_carried_state_continues_the_sequence(rng):
+    """Running two halves, passing (h, c) on, equals running the whole sequence."""
+    lstm = _layer("lstm", 2, False, True)
+    x = md.asarray(_input(rng, True))
+    y, (h, c) = lstm(x)
+    y1, state = lstm(x[:, :2])
+    y2, (h2, c2) = lstm(x[:, 2:], state)
+    np.testing.assert_allclose(md.concat([y1, y2], axis=1).numpy(), y.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(h2.numpy(), h.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(c2.numpy(), c.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_unbatched_input(rng):
+    gru = _layer("gru", 1, True, False)
+    x = rng.standard_normal((T, IN)).astype(np.float32)
+    y, h = gru(md.asarray(x))
+    yb, _ = gru(md.asarray(x[:, None]))
+    assert y.shape == (T, 2 * H) and h.shape == (2, H)
+    np.testing.assert_allclose(y.numpy(), yb.numpy()[:, 0], rtol=RTOL, atol=ATOL)
+
+
+def test_recurrent_errors_are_clear(rng):
+    gru = nn.GRU(IN, H)
+    with pytest.raises(ValueError, match="input_size=4"):
+        gru(md.asarray(rng.standard_normal((T, N, IN + 1)).astype(np.float32)))
+    with pytest.raises(TypeError, match=r"hx=\(h0, c0\)"):
+        nn.LSTM(IN, H)(md.zeros((T, N, IN)), md.zeros((1, N, H)))
+    with pytest.raises(ValueError, match="hidden_size"):
+        nn.GRU(IN, 0)
+
+
+def test_embedding_matches_framework_and_padding_row_gets_no_gradient(rng, native_ops):
+    md.manual_seed(0)
+    emb = nn.Embedding(10, 4, padding_idx=0)
+    assert not emb.weight.numpy()[0].any()
+    idx = np.array([[0, 3, 9], [3, 1, 0]])
+    out = emb(md.asarray(idx))
+    np.testing.assert_allclose(out.numpy(), native_ops["embedding"](idx, emb.weight.numpy()))
+    if "autograd" in md.registry.current().capabilities:
+        with md.autograd.record():
+            loss = md.sum(emb(md.asarray(idx)))
+        loss.backward()
+        grad = emb.weight.grad.numpy()
+        assert not grad[0].any()
+        np.testing.assert_allclose(grad[3], np.full(4, 2.0))
+    with pytest.raises(IndexError, match=r"\[0, 10\)"):
+        emb(md.asarray([10]))
