@@ -114,8 +114,9 @@ def save(obj: Any, path: str | os.PathLike) -> None:
 
     The file is a safetensors file; a tensor that appears twice (tied) is stored once.
     The write is atomic: ``path`` holds either its previous content or the new one, even
-    if the process is killed. Raises TypeError or ValueError (object not saveable; no file
-    is touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
+    if the process is killed; a replaced file keeps its permission bits. Raises TypeError
+    or ValueError (object not saveable, or a header too large for its data; no file is
+    touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
     """
     path = _fspath(path)
     plan = _Plan(obj)
@@ -126,9 +127,12 @@ def save(obj: Any, path: str | os.PathLike) -> None:
         )
     folder, base = os.path.split(os.path.abspath(path))
     _remove_stale_temps(folder, base)
+    mode = _mode_of(path)
     fd, tmp = _create_temp(folder, base)
     try:
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as f:
+            if mode is not None:
+                os.chmod(fd if os.chmod in os.supports_fd else tmp, mode)
             plan.write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -140,6 +144,14 @@ def save(obj: Any, path: str | os.PathLike) -> None:
             pass
         raise
     _fsync_folder(folder)
+
+
+def _mode_of(path: str) -> int | None:
+    """The permission bits of the file a save replaces (None if there is none)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
 
 
 def _fspath(path: Any) -> str:
@@ -339,8 +351,18 @@ def _host_tag() -> str:
     return f"{_crc(socket.gethostname().encode()):08x}"
 
 
+#: Bytes of the target's name kept in its temp files' names (a name may be 255 bytes).
+_TEMP_NAME_BYTES = 100
+#: Largest pid field the sweep looks at (a C int; larger ones are not ours).
+_MAX_PID = 2**31 - 1
+
+
 def _temp_prefix(base: str) -> str:
-    return f".{base[:100]}."
+    """``.<name>.``, the name cut to ``_TEMP_NAME_BYTES`` bytes on a character boundary."""
+    raw = os.fsencode(base)
+    if len(raw) > _TEMP_NAME_BYTES:
+        base = raw[:_TEMP_NAME_BYTES].decode("utf-8", "ignore")
+    return f".{base}."
 
 
 def _create_temp(folder: str, base: str) -> tuple[int, str]:
@@ -373,9 +395,12 @@ def _remove_stale_temps(folder: str, base: str) -> None:
         return
     for name in names:
         fields = name[len(prefix) : -len(_TMP_SUFFIX)].split(".")
-        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+        if len(fields) != 3 or fields[0] != host:
             continue
-        if not _alive(int(fields[1])):
+        pid = fields[1]
+        if not (pid.isascii() and pid.isdigit() and len(pid) <= 10 and 0 < int(pid) <= _MAX_PID):
+            continue
+        if not _alive(int(pid)):
             try:
                 os.unlink(os.path.join(folder, name))
             except OSError:
@@ -387,7 +412,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except (OSError, OverflowError, ValueError):
         return True
     return True
 
