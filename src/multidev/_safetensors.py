@@ -21,6 +21,7 @@ from .errors import CheckpointError
 
 __all__ = [
     "CODE",
+    "ENTRY_COST",
     "HEADER_ALLOWANCE",
     "HEADER_PER_DATA_BYTE",
     "MAX_HEADER",
@@ -69,6 +70,8 @@ HEADER_PER_DATA_BYTE = 4
 #: and its slot in a container; an empty list or dict takes 56 to 64 bytes).
 _TEXT_COST = 10
 _ITEM_COST = 64
+#: What each tensor entry costs beyond its JSON: its host array, native tensor and wrapper.
+ENTRY_COST = 4096
 
 
 def text_cost(n: int) -> int:
@@ -311,6 +314,8 @@ def parse_header(
         type(metadata) is not dict or not all(type(v) is str for v in metadata.values())
     ):
         raise CheckpointError(path, "Expected __metadata__ to map strings to strings")
+    if budget is not None:
+        budget.spend(ENTRY_COST * len(header), "tensor entries")
     entries = [_entry(name, info, path) for name, info in header.items()]
     _check_tiling(entries, data_len, path)
     return metadata, entries

@@ -264,7 +264,8 @@ class _Plan:
         meta = self._metadata(self.crcs)
         self.blank = st.encode_header(meta, self.entries)
         cost = (
-            st.json_cost(self.blank[8:])
+            st.ENTRY_COST * len(self.entries)
+            + st.json_cost(self.blank[8:])
             + 2 * st.json_cost(meta["structure"])
             + st.json_cost(meta["crc32c"])
         )
