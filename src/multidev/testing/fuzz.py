@@ -3,7 +3,8 @@ within a time limit and a memory limit, checked in a worker subprocess.
 
 python -m multidev.testing.fuzz run [--cases 5000] [--seed 0] [--time-limit 5] [--memory-mb 200]
     runs the cases on the active backend (``MULTIDEV_BACKEND``) in a worker process, which
-    reports each case's outcome, time and peak memory (tracemalloc's peak, and how far the
+    reports each case's outcome, time (the worker's CPU seconds, so that a busy machine
+    does not count against a case; its wall-clock time is reported beside) and peak memory (tracemalloc's peak, and how far the
     worker's peak resident set rose above its resident set before the case); a case that hangs is killed and counted. Exits non-zero on any
     exception other than md.CheckpointError, any case over the time limit and any case over
     the memory limit, naming the cases.
@@ -347,7 +348,7 @@ def _worker(seed: int, start: int, count: int) -> None:
             tracemalloc.reset_peak()
             base = tracemalloc.get_traced_memory()[0]
             rss0 = _resident()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 got = md.load(path)
                 outcome = "ok"
@@ -355,12 +356,12 @@ def _worker(seed: int, start: int, count: int) -> None:
                 got, outcome = None, "CheckpointError"
             except Exception as e:
                 got, outcome = None, f"{type(e).__name__}: {str(e)[:200]}"
-            seconds = time.perf_counter() - t0
+            seconds, wall = time.process_time() - c0, time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1] - base
             del got
             rss = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0)
-            line = {"index": index, "outcome": outcome, "seconds": seconds, "peak": peak,
-                    "rss": rss}  # fmt: skip
+            line = {"index": index, "outcome": outcome, "seconds": seconds, "wall": wall,
+                    "peak": peak, "rss": rss}  # fmt: skip
             sys.stdout.write(json.dumps(line) + "\n")
             sys.stdout.flush()
 
