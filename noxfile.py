@@ -366,3 +366,27 @@ def training_sequence(session: nox.Session) -> None:
         *files,
         external=True,
     )
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """5,000 fuzzed checkpoints per backend (``nox -s fuzz -- numpy torch`` for some): each
+    ends in success or md.CheckpointError, under 5 s and 200 MiB. Not in the default run;
+    uses the tests-<backend> environments."""
+    out = SHARED / "fuzz"
+    out.mkdir(parents=True, exist_ok=True)
+    for b in session.posargs or BACKENDS:
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.fuzz",
+            "run",
+            "--cases",
+            "5000",
+            "--seed",
+            "0",
+            "--out",
+            str(out / f"{b}.json"),
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )

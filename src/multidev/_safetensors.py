@@ -21,11 +21,17 @@ from .errors import CheckpointError
 
 __all__ = [
     "CODE",
+    "ENTRY_COST",
+    "HEADER_ALLOWANCE",
+    "HEADER_PER_DATA_BYTE",
     "MAX_HEADER",
     "METADATA",
+    "Budget",
     "Entry",
     "encode_header",
     "header_length",
+    "item_cost",
+    "json_cost",
     "loads",
     "nbytes_of",
     "parse_header",
@@ -33,6 +39,7 @@ __all__ = [
     "read_into",
     "readonly_bytes",
     "sniff",
+    "text_cost",
 ]
 
 #: The largest header accepted (the safetensors package's own limit).
@@ -53,6 +60,65 @@ _TO_MD = {
 }
 CODE = {dt: code for code, dt in _TO_MD.items()}
 _LENGTH = struct.Struct("<Q")
+
+#: Memory a header may need to parse, whatever the file holds (bytes) ...
+HEADER_ALLOWANCE = 64 << 20
+#: ... plus this many bytes per byte of tensor data in the file.
+HEADER_PER_DATA_BYTE = 4
+#: Upper bounds of what parsing JSON costs: per byte of text (the bytes, the decoded text,
+#: string values; up to 4 bytes per character), and per value, key or separator (the object
+#: and its slot in a container; an empty list or dict takes 56 to 64 bytes).
+_TEXT_COST = 10
+_ITEM_COST = 64
+#: What each tensor entry costs beyond its JSON: its host array, native tensor and wrapper.
+ENTRY_COST = 4096
+
+
+def text_cost(n: int) -> int:
+    """Memory (bytes) that reading, decoding and parsing ``n`` bytes of JSON text takes
+    for the text itself and its string values."""
+    return _TEXT_COST * n
+
+
+def item_cost(text: bytes | str) -> int:
+    """Memory (bytes) that ``json.loads(text)`` takes at most for its values and containers.
+    Counts the marks that start or separate values (quotes, commas, colons, brackets)
+    without allocating, inside strings too: an over-estimate, never an under-estimate."""
+    marks = '",:[{' if isinstance(text, str) else b'",:[{'
+    quotes = text.count(marks[0:1])
+    items = (
+        1 + (quotes + 1) // 2 + sum(text.count(m) for m in (marks[i : i + 1] for i in range(1, 5)))
+    )
+    return _ITEM_COST * items
+
+
+def json_cost(text: bytes | str) -> int:
+    """An upper bound, in bytes, of the memory ``json.loads(text)`` needs."""
+    return text_cost(len(text)) + item_cost(text)
+
+
+class Budget:
+    """The memory a file's header and structure may take to parse: ``HEADER_ALLOWANCE`` plus
+    ``HEADER_PER_DATA_BYTE`` per byte of tensor data, so that loading needs at most a small
+    multiple of the bytes it returns plus a fixed allowance, whatever the header holds."""
+
+    def __init__(self, data_len: int, path) -> None:
+        self.data_len = data_len
+        self.total = HEADER_ALLOWANCE + HEADER_PER_DATA_BYTE * max(data_len, 0)
+        self.left = self.total
+        self.path = path
+
+    def spend(self, cost: int, what: str) -> None:
+        """Take ``cost`` bytes, or raise CheckpointError if the budget does not hold them."""
+        if cost > self.left:
+            raise CheckpointError(
+                self.path,
+                f"the {what} would need about {cost} bytes of memory to parse; a file whose "
+                f"tensors hold {self.data_len} bytes may use at most {self.total} "
+                f"({HEADER_ALLOWANCE} + {HEADER_PER_DATA_BYTE} per data byte) for its header. "
+                "It describes too many tensors, values or containers for the data it holds.",
+            )
+        self.left -= cost
 
 
 class Entry:
@@ -205,8 +271,11 @@ class _Duplicate(Exception):
     pass
 
 
-def loads(text: str | bytes, path, what: str) -> Any:
-    """JSON with duplicate keys rejected; any parse failure becomes CheckpointError."""
+def loads(text: str | bytes, path, what: str, budget: Budget | None = None) -> Any:
+    """JSON with duplicate keys rejected; any parse failure becomes CheckpointError. With a
+    ``budget``, its parse cost is taken from it first (CheckpointError if it does not fit)."""
+    if budget is not None:
+        budget.spend(json_cost(text), what)
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except _Duplicate as e:
@@ -221,10 +290,16 @@ def _int(v: Any) -> bool:
     return type(v) is int and v >= 0
 
 
-def parse_header(raw: bytes, data_len: int, path) -> tuple[dict[str, str] | None, list[Entry]]:
+def parse_header(
+    raw: bytes, data_len: int, path, budget: Budget | None = None
+) -> tuple[dict[str, str] | None, list[Entry]]:
     """Metadata and entries (in header order) of a header, with every consistency check:
-    field types, known dtypes, sizes matching shapes, and tensors tiling the data section
-    exactly (no overlap, no hole, nothing past its end)."""
+    its parse cost within ``budget`` (checked before decoding), field types, known dtypes,
+    sizes matching shapes, and tensors tiling the data section exactly (no overlap, no hole,
+    nothing past its end). The text's own cost (``text_cost``) is the caller's to take, before
+    it reads the header."""
+    if budget is not None:
+        budget.spend(item_cost(raw), "header")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -239,6 +314,8 @@ def parse_header(raw: bytes, data_len: int, path) -> tuple[dict[str, str] | None
         type(metadata) is not dict or not all(type(v) is str for v in metadata.values())
     ):
         raise CheckpointError(path, "Expected __metadata__ to map strings to strings")
+    if budget is not None:
+        budget.spend(ENTRY_COST * len(header), "tensor entries")
     entries = [_entry(name, info, path) for name, info in header.items()]
     _check_tiling(entries, data_len, path)
     return metadata, entries

@@ -114,20 +114,25 @@ def save(obj: Any, path: str | os.PathLike) -> None:
 
     The file is a safetensors file; a tensor that appears twice (tied) is stored once.
     The write is atomic: ``path`` holds either its previous content or the new one, even
-    if the process is killed. Raises TypeError or ValueError (object not saveable; no file
-    is touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
+    if the process is killed; a replaced file keeps its permission bits. Raises TypeError
+    or ValueError (object not saveable, or a header too large for its data; no file is
+    touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
     """
     path = _fspath(path)
     plan = _Plan(obj)
+    plan.layout()
     if os.path.isdir(path):
         raise IsADirectoryError(
             f"Expected a file path for md.save. Received: {path!r}, a directory"
         )
     folder, base = os.path.split(os.path.abspath(path))
     _remove_stale_temps(folder, base)
+    mode = _mode_of(path)
     fd, tmp = _create_temp(folder, base)
     try:
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as f:
+            if mode is not None:
+                os.chmod(fd if os.chmod in os.supports_fd else tmp, mode)
             plan.write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -139,6 +144,14 @@ def save(obj: Any, path: str | os.PathLike) -> None:
             pass
         raise
     _fsync_folder(folder)
+
+
+def _mode_of(path: str) -> int | None:
+    """The permission bits of the file a save replaces (None if there is none)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
 
 
 def _fspath(path: Any) -> str:
@@ -236,21 +249,43 @@ class _Plan:
             "crc32c": json.dumps(crcs, separators=(",", ":")),
         }
 
-    def write(self, f) -> None:
-        """Header with blank checksums, then each tensor's bytes, then the final header."""
+    def layout(self) -> None:
+        """Place the tensors (widest dtype first) and encode the header with blank checksums;
+        ValueError if loading it would exceed the header memory budget of ``md.load``."""
         specs = [(name, t, t.dtype, tuple(t.shape)) for name, t in self.tensors]
-        order = sorted(range(len(specs)), key=lambda i: -specs[i][2].itemsize)
-        entries, pos = [], 0
-        for i in order:
+        self.order = sorted(range(len(specs)), key=lambda i: -specs[i][2].itemsize)
+        self.entries, pos = [], 0
+        for i in self.order:
             name, _, dt, shape = specs[i]
             n = st.nbytes_of(dt, shape)
-            entries.append(st.Entry(name, dt, shape, pos, pos + n))
+            self.entries.append(st.Entry(name, dt, shape, pos, pos + n))
             pos += n
-        crcs = dict.fromkeys((e.name for e in entries), _BLANK)
-        blank = st.encode_header(self._metadata(crcs), entries)
+        self.crcs = dict.fromkeys((e.name for e in self.entries), _BLANK)
+        meta = self._metadata(self.crcs)
+        self.blank = st.encode_header(meta, self.entries)
+        cost = (
+            st.ENTRY_COST * len(self.entries)
+            + st.json_cost(self.blank[8:])
+            + 2 * st.json_cost(meta["structure"])
+            + st.json_cost(meta["crc32c"])
+        )
+        limit = st.HEADER_ALLOWANCE + st.HEADER_PER_DATA_BYTE * pos
+        if cost > limit:
+            raise ValueError(
+                f"Expected a header that md.load can parse within {limit} bytes of memory "
+                f"({st.HEADER_ALLOWANCE} + {st.HEADER_PER_DATA_BYTE} per byte of tensor data). "
+                f"Received: {len(self.entries)} tensors of {pos} bytes whose header and "
+                f"structure need about {cost}. Save fewer, larger tensors (e.g. md.stack "
+                "them) or fewer plain values."
+            )
+
+    def write(self, f) -> None:
+        """Header with blank checksums, then each tensor's bytes, then the final header."""
+        specs = [t for _, t in self.tensors]
+        entries, order, crcs, blank = self.entries, self.order, self.crcs, self.blank
         f.write(blank)
         for e, i in zip(entries, order, strict=True):
-            flat = st.readonly_bytes(_host(specs[i][1], e))
+            flat = st.readonly_bytes(_host(specs[i], e))
             crcs[e.name] = f"{_crc(flat):08x}"
             f.write(flat)
         final = _seal(st.encode_header(self._metadata(crcs), entries))
@@ -317,8 +352,18 @@ def _host_tag() -> str:
     return f"{_crc(socket.gethostname().encode()):08x}"
 
 
+#: Bytes of the target's name kept in its temp files' names (a name may be 255 bytes).
+_TEMP_NAME_BYTES = 100
+#: Largest pid field the sweep looks at (a C int; larger ones are not ours).
+_MAX_PID = 2**31 - 1
+
+
 def _temp_prefix(base: str) -> str:
-    return f".{base[:100]}."
+    """``.<name>.``, the name cut to ``_TEMP_NAME_BYTES`` bytes on a character boundary."""
+    raw = os.fsencode(base)
+    if len(raw) > _TEMP_NAME_BYTES:
+        base = raw[:_TEMP_NAME_BYTES].decode("utf-8", "ignore")
+    return f".{base}."
 
 
 def _create_temp(folder: str, base: str) -> tuple[int, str]:
@@ -351,9 +396,12 @@ def _remove_stale_temps(folder: str, base: str) -> None:
         return
     for name in names:
         fields = name[len(prefix) : -len(_TMP_SUFFIX)].split(".")
-        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+        if len(fields) != 3 or fields[0] != host:
             continue
-        if not _alive(int(fields[1])):
+        pid = fields[1]
+        if not (pid.isascii() and pid.isdigit() and len(pid) <= 10 and 0 < int(pid) <= _MAX_PID):
+            continue
+        if not _alive(int(pid)):
             try:
                 os.unlink(os.path.join(folder, name))
             except OSError:
@@ -365,7 +413,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except (OSError, OverflowError, ValueError):
         return True
     return True
 
@@ -404,16 +452,18 @@ def load(path: str | os.PathLike, *, device: Any = None) -> Any:
         size = os.fstat(f.fileno()).st_size
         head = f.read(16)
         n = st.header_length(head, size, path)
+        budget = st.Budget(size - 8 - n, path)
+        budget.spend(st.text_cost(n), "header")
         f.seek(8)
         raw = st.read_exact(f, n, path, "header")
         ours = _verify_header(raw, path)
-        metadata, entries = st.parse_header(raw, size - 8 - n, path)
+        metadata, entries = st.parse_header(raw, size - 8 - n, path, budget)
         if metadata is not None and metadata.get("format") == FORMAT and not ours:
             raise CheckpointError(
                 path, "the multidev header lost its checksum field: the header is corrupted"
             )
         if ours:
-            structure, crcs = _our_metadata(metadata, entries, path)
+            structure, crcs = _our_metadata(metadata, entries, path, budget)
         else:
             structure, crcs = None, None
         limits = limits_of(bk)
@@ -539,7 +589,9 @@ def _verify_header(raw: bytes, path) -> bool:
     return True
 
 
-def _our_metadata(metadata: dict[str, str] | None, entries: list[st.Entry], path):
+def _our_metadata(
+    metadata: dict[str, str] | None, entries: list[st.Entry], path, budget: st.Budget
+):
     """The structure and per-tensor CRCs of a multidev header, checked against the entries."""
     meta = metadata or {}
     if meta.get("format") != FORMAT:
@@ -554,7 +606,7 @@ def _our_metadata(metadata: dict[str, str] | None, entries: list[st.Entry], path
             f"version {FORMAT_VERSION}. Upgrade multidev to load it.",
         )
     names = {e.name for e in entries}
-    crcs = st.loads(meta.get("crc32c", ""), path, "crc32c metadata")
+    crcs = st.loads(meta.get("crc32c", ""), path, "crc32c metadata", budget)
     if (
         type(crcs) is not dict
         or set(crcs) != names
@@ -563,7 +615,9 @@ def _our_metadata(metadata: dict[str, str] | None, entries: list[st.Entry], path
         raise CheckpointError(
             path, "Expected a CRC32C (8 hex digits) in the metadata for every tensor"
         )
-    structure = st.loads(meta.get("structure", ""), path, "structure metadata")
+    text = meta.get("structure", "")
+    budget.spend(st.json_cost(text), "structure metadata (built into the loaded object)")
+    structure = st.loads(text, path, "structure metadata", budget)
     used: set[str] = set()
     _build(structure, dict.fromkeys(names), path, 0, used)
     if used != names:
