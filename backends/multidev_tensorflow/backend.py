@@ -29,6 +29,7 @@ from multidev.dtypes import DType
 from . import FRAMEWORK, indexing
 from .autograd import Autograd
 from .dtypes import NATIVE
+from .jit import Jit
 from .ops import Ops
 from .ops import copy as _deep_copy
 
@@ -85,7 +86,7 @@ def _parse_name(name: str) -> Device | None:
     return Device(m.group(1).lower(), int(m.group(2)))
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
@@ -111,7 +112,7 @@ class Backend(Autograd, AdapterBase):
         self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
         self._places[""] = self._default
         self.scoped_devices = frozenset(devices) - {self._default}
-        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
+        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)

@@ -51,8 +51,10 @@ from .errors import (
     DeferredInitializationError,
     DeviceError,
     DeviceMismatchError,
+    JitWarning,
     StateDictError,
 )
+from .jit import export, jit, synchronize
 from .ops import (
     abs,
     add,
@@ -109,6 +111,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "DeviceMismatchError",
+    "JitWarning",
     "StateDictError",
     "Tensor",
     "abs",
@@ -132,6 +135,7 @@ __all__ = [
     "equal",
     "exp",
     "expand_dims",
+    "export",
     "eye",
     "flatten",
     "float16",
@@ -147,6 +151,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "jit",
     "less",
     "load",
     "log",
@@ -180,6 +185,7 @@ __all__ = [
     "stack",
     "subtract",
     "sum",
+    "synchronize",
     "tanh",
     "transpose",
     "try_all_gpus",

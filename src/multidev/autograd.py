@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from . import registry
 from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
+from .jit import untraceable
 from .tensors import Tensor
 
 __all__ = ["autograd_backends", "backward", "is_recording", "no_grad", "paused", "record"]
@@ -197,6 +198,9 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
     bk = t._bk
     if getattr(bk, "backward", None) is None:
         raise _no_autograd(bk)
+    reason = getattr(bk, "jit_backward_unsupported", None)
+    if reason is not None:
+        untraceable(reason)
     if t._dtype.kind != "f":
         raise AutogradError(
             f"Expected a floating-point tensor for backward(). Received: {t._dtype}. "

@@ -34,6 +34,7 @@ def generator() -> np.random.Generator:
 
 def host_uniform(shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """float32 values uniform in [low, high), computed on the host in float32."""
+    _not_in_trace()
     u = _generator.random(shape, dtype=np.float32)
     if low == 0.0 and high == 1.0:
         return u
@@ -44,9 +45,20 @@ def host_uniform(shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) ->
 
 def host_normal(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0) -> np.ndarray:
     """float32 values from N(mean, std**2), computed on the host in float32."""
+    _not_in_trace()
     z = _generator.standard_normal(shape, dtype=np.float32)
     if std != 1.0:
         z *= np.float32(std)
     if mean != 0.0:
         z += np.float32(mean)
     return z
+
+
+def _not_in_trace() -> None:
+    """A traced graph would replay host random values as constants: compile eagerly instead."""
+    from .jit import untraceable
+
+    untraceable(
+        "it draws random values (dropout, md.rand) from multidev's host generator, which a "
+        "traced graph would replay as the same constants on every call"
+    )

@@ -314,6 +314,15 @@ class Block:
 
         return native_module(self)
 
+    # ------------------------------------------------------------ compilation
+    def hybridize(self, active: bool = True) -> Block:
+        """Compile this block's forward in place with the framework's compiler (d2l's
+        name; ``md.jit`` of the forward): later calls run the compiled forward.
+        ``active=False`` goes back to eager. Returns the block."""
+        from ..jit import hybridize
+
+        return hybridize(self, active)
+
     # ------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Block:
         """Set training mode (``Dropout`` active) on this block and every block below it."""
