@@ -12,13 +12,17 @@ counts as holding a gradient once a backward wrote it (``_fresh_grad``), until i
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import mxnet as mx
 from mxnet import gluon
 
+from multidev.errors import JitWarning
 from multidev.nn.native import NativeBlockMixin
+
+from .jit import UNSUPPORTED
 
 __all__ = ["Autograd", "NativeBlock"]
 
@@ -56,6 +60,11 @@ class NativeBlock(NativeBlockMixin, gluon.Block):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._md_call(*args, **kwargs)
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Says that this block stays eager (an ``md.JitWarning``) instead of doing nothing."""
+        if active:
+            warnings.warn(f"net.native.hybridize() runs eagerly: {UNSUPPORTED}", JitWarning, 2)
 
 
 def _data(var):

@@ -261,7 +261,7 @@ class Jitted:
                 raise
             _restore(snapshot, bk)
             self._cache[key] = _EAGER
-            reason = getattr(_local, "reason", None) if isinstance(e, Untraceable) else None
+            reason = getattr(_local, "reason", None)
             self._warn(reason or f"tracing it failed ({type(e).__name__}: {e})")
             return self.fn(*args, **kwargs)
         if holder["traces"] != traced_before and holder.get("python_state_changed"):
@@ -452,7 +452,8 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
     program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
     prefix (``paddle.jit.load(path)(x)``). ``example_inputs`` is a Tensor or a tuple of
     Tensors with the shapes and dtypes to serve. Returns the path written. Raises
-    TypeError on a backend without an exporter."""
+    TypeError on a backend without an exporter, ValueError for a block in training mode
+    that draws random values (``Dropout``: call ``block.eval()`` first)."""
     inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     for x in inputs:
         if not isinstance(x, Tensor):
@@ -468,4 +469,13 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
             f"the {bk.name} backend, which has none. "
             + (getattr(bk, "export_unsupported", "") or "Use torch, tensorflow or paddle.")
         )
-    return Path(write(block, Path(path), tuple(x._native for x in inputs)))
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        return Path(write(block, Path(path), tuple(x._native for x in inputs)))
+    except Untraceable:
+        raise ValueError(
+            f"Expected a block that a serving graph can hold. Received: {type(block).__name__} "
+            f"in a mode where {_local.reason}. Call block.eval() before md.export."
+        ) from None
+    finally:
+        _local.depth -= 1

@@ -33,6 +33,7 @@ SECTIONS = (
     "checkpoint",
     "autograd",
     "native_interop",
+    "jit",
     "gpu",
 )
 
