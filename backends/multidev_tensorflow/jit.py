@@ -2,6 +2,7 @@
 
 ``tf.function`` runs the Python function once per input signature and replays the graph,
 so ``md.jit`` passes gradients and optimiser state in and out of it (``jit_traces_once``).
+AutoGraph is off: multidev's Python branches on Python values only, and is traced as it is.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Jit:
 
     def jit_compile(self, body: Any) -> Any:
         xla = os.environ.get(XLA_ENV, "").strip() == "1"
-        return tf.function(body, jit_compile=xla or None)
+        return tf.function(body, jit_compile=xla or None, autograph=False)
 
     def synchronize(self, dev: Device | None) -> None:
         tf.test.experimental.sync_devices()
@@ -38,6 +39,6 @@ class Jit:
         specs = [tf.TensorSpec(x.shape, x.dtype) for x in inputs]
         module = tf.Module()
         module.net = native
-        module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs)
+        module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
         tf.saved_model.save(module, str(path), signatures=module.serve)
         return path

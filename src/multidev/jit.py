@@ -21,8 +21,9 @@ variables. The rules written once here:
   back to Python, a backend without compiler) runs eagerly, with exactly one
   ``md.JitWarning`` per jitted function saying why: never silently wrong.
 
-What ``fn`` reaches is found in its arguments, its closure, the globals it names and, for a
-bound method, its ``self``: Blocks, optimisers, and lists, tuples and dicts of them.
+What ``fn`` reaches is found in its arguments, its default values, its closure, the globals
+it names and, for a bound method, its ``self``: Blocks, optimisers, and lists, tuples and
+dicts of them.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
         _collect(owner, blocks, opts)
     func = getattr(fn, "__func__", fn)
     code = getattr(func, "__code__", None)
+    _collect(getattr(func, "__defaults__", None) or (), blocks, opts)
+    _collect(getattr(func, "__kwdefaults__", None) or {}, blocks, opts)
     for cell in getattr(func, "__closure__", None) or ():
         try:
             _collect(cell.cell_contents, blocks, opts)
@@ -152,11 +155,8 @@ def _hashable(spec: Any) -> Any:
 
 
 # ---------------------------------------------------------------- the compiled function
-def _adapter_of(args: tuple, kwargs: dict, blocks: list) -> Any:
-    leaves: list[Tensor] = []
-    _flatten((args, kwargs), leaves)
-    if leaves:
-        return leaves[0]._bk
+def _adapter_of(blocks: list) -> Any:
+    """The backend of the first parameter found, else the active one."""
     for m in blocks:
         for p in m._parameters.values():
             if p is not None:
@@ -193,8 +193,14 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if getattr(_local, "depth", 0) > 0:  # inside another compiled function: part of it
             return self.fn(*args, **kwargs)
-        blocks, opts = _reachable(self.fn, args, kwargs)
-        bk = _adapter_of(args, kwargs, blocks)
+        leaves: list[Tensor] = []
+        spec = _flatten((args, kwargs), leaves)
+        reach = None
+        if leaves:
+            bk = leaves[0]._bk
+        else:
+            reach = _reachable(self.fn, args, kwargs)
+            bk = _adapter_of(reach[0])
         compile_ = getattr(bk, "jit_compile", None)
         if compile_ is None:
             self._warn(
@@ -203,13 +209,12 @@ class Jitted:
             )
             return self.fn(*args, **kwargs)
         if getattr(bk, "jit_traces_once", False):
-            return self._call_traced(bk, compile_, blocks, opts, args, kwargs)
-        return self._call_direct(bk, compile_, args, kwargs)
+            blocks, opts = reach or _reachable(self.fn, args, kwargs)
+            return self._call_traced(bk, compile_, blocks, opts, args, kwargs, leaves, spec)
+        return self._call_direct(bk, compile_, leaves, spec)
 
     # a compiler that follows Python (torch.compile): fn as it is, on native tensors
-    def _call_direct(self, bk: Any, compile_: Any, args: tuple, kwargs: dict) -> Any:
-        leaves: list[Tensor] = []
-        spec = _flatten((args, kwargs), leaves)
+    def _call_direct(self, bk: Any, compile_: Any, leaves: list, spec: Any) -> Any:
         key = (id(bk), _hashable(spec))
         entry = self._cache.get(key)
         holder: dict[str, Any] = {}
@@ -229,11 +234,17 @@ class Jitted:
 
     # a compiler that traces once (tf.function): Python state in and out explicitly
     def _call_traced(
-        self, bk: Any, compile_: Any, blocks: list, opts: list, args: tuple, kwargs: dict
+        self,
+        bk: Any,
+        compile_: Any,
+        blocks: list,
+        opts: list,
+        args: tuple,
+        kwargs: dict,
+        leaves: list,
+        spec: Any,
     ) -> Any:
         params = _params(blocks, opts)
-        leaves: list[Tensor] = []
-        spec = _flatten((args, kwargs), leaves)
         grads = [bk.grad(p._var) for p in params]
         state_spec, state_vals = _opt_state(opts)
         key = (
