@@ -208,3 +208,32 @@ def test_synchronize():
     assert md.synchronize() is None
     assert md.synchronize(x.device) is None
     assert float(x[0, 0]) == 64.0
+
+
+@pytest.mark.requires("autograd")
+def test_hybridized_forward_trains_like_eager():
+    """A compiled forward inside an eager training step: gradients flow through it."""
+    X, y = _data()
+
+    def train(hybridize: bool):
+        net = _mlp()
+        if hybridize:
+            net.hybridize()
+        opt = md.optim.SGD(net.parameters(), lr=0.1)
+        losses = []
+        for _ in range(3):
+            with md.autograd.record():
+                loss = ((net(X) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        return losses, _values(net)
+
+    eager = train(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)
+        compiled = train(True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=RTOL, atol=ATOL)
+    for k, v in eager[1].items():
+        np.testing.assert_allclose(compiled[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
