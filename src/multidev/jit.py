@@ -273,7 +273,10 @@ class Jitted:
             _restore(snapshot, bk)
             self._cache[key] = _EAGER
             reason = getattr(_local, "reason", None)
-            self._warn(reason or f"tracing it failed ({type(e).__name__}: {e})")
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            self._warn(
+                reason or f"tracing it failed ({type(e).__name__}: {lines[-1] if lines else ''})"
+            )
             return self.fn(*args, **kwargs)
         if holder["traces"] != traced_before and holder.get("python_state_changed"):
             _restore(snapshot, bk)
