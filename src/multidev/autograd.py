@@ -15,19 +15,28 @@ backends have it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from . import registry
 from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
-from .jit import untraceable
 from .tensors import Tensor
+from .tracing import untraceable
 
-__all__ = ["autograd_backends", "backward", "is_recording", "no_grad", "paused", "record"]
+__all__ = [
+    "autograd_backends",
+    "backward",
+    "is_recording",
+    "keep_last_recording",
+    "no_grad",
+    "paused",
+    "record",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -116,6 +125,17 @@ class no_grad:
                 return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def keep_last_recording() -> Iterator[None]:
+    """Forget the recordings that end inside (a traced function's tapes are not the
+    caller's): the last recording of each backend is the one from before."""
+    last = _last.get()
+    try:
+        yield
+    finally:
+        _last.set(last)
 
 
 def paused(bk: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Compilation: ``md.jit``, ``Block.hybridize``, ``md.synchronize`` and ``md.export``.
+"""Compilation: ``md.jit``, ``md.synchronize`` and ``md.export`` (``Block.hybridize`` is
+``md.jit`` of the block's forward).
 
 ``md.jit(fn)`` hands a function of Tensors and Blocks (a forward pass, or a whole training
 step: ``record``, ``backward``, ``opt.step()``, ``opt.zero_grad()``) to the framework's
@@ -29,37 +30,21 @@ dicts of them.
 from __future__ import annotations
 
 import functools
-import threading
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import registry
+from .autograd import keep_last_recording
 from .device import as_device
 from .errors import JitWarning
+from .optim import Optimizer
 from .tensors import Tensor
+from .tracing import Untraceable, inside, last_reason, tracing, untraceable
 
-__all__ = ["Jitted", "export", "hybridize", "jit", "synchronize", "untraceable"]
-
-_local = threading.local()
-
-
-class Untraceable(Exception):
-    """Raised inside a trace by what a tracing compiler would bake in as a constant."""
-
-
-def tracing() -> bool:
-    """Whether a trace-once compiler is running a jitted function's Python right now."""
-    return getattr(_local, "depth", 0) > 0
-
-
-def untraceable(reason: str) -> None:
-    """Stop a trace-once compilation (the function then runs eagerly, with a JitWarning
-    giving ``reason``); does nothing outside such a trace."""
-    if getattr(_local, "depth", 0) > 0:
-        _local.reason = reason  # compilers may rewrap the exception and its message
-        raise Untraceable(reason)
+__all__ = ["Jitted", "export", "jit", "synchronize", "tracing", "untraceable"]
 
 
 class _Eager:
@@ -71,10 +56,7 @@ _EAGER = _Eager()
 
 # ---------------------------------------------------------------- what fn reaches
 def _collect(obj: Any, blocks: dict, opts: dict, depth: int = 0) -> None:
-    from .nn.module import Block
-    from .optim import Optimizer
-
-    if isinstance(obj, Block):
+    if isinstance(obj, _block_type()):
         for m in obj.modules():
             blocks.setdefault(id(m), m)
     elif isinstance(obj, Optimizer):
@@ -85,6 +67,11 @@ def _collect(obj: Any, blocks: dict, opts: dict, depth: int = 0) -> None:
     elif depth < 2 and isinstance(obj, dict):
         for v in obj.values():
             _collect(v, blocks, opts, depth + 1)
+
+
+def _block_type() -> type:
+    """``nn.Block``, from the loaded package (``nn`` stands on this module)."""
+    return sys.modules["multidev.nn.module"].Block
 
 
 def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
@@ -191,7 +178,7 @@ class Jitted:
             )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_local, "depth", 0) > 0:  # inside another compiled function: part of it
+        if tracing():  # inside another compiled function: part of it
             return self.fn(*args, **kwargs)
         leaves: list[Tensor] = []
         spec = _flatten((args, kwargs), leaves)
@@ -263,7 +250,6 @@ class Jitted:
         natives = [t._native for t in leaves]
         inputs = natives + [g for g in grads if g is not None] + [v._native for v in state_vals]
         traced_before = holder["traces"]
-        _local.reason = None
         snapshot = _snapshot(params, opts, bk)
         try:
             out = compiled(*inputs)
@@ -272,7 +258,7 @@ class Jitted:
                 raise
             _restore(snapshot, bk)
             self._cache[key] = _EAGER
-            reason = getattr(_local, "reason", None)
+            reason = last_reason()
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             self._warn(
                 reason or f"tracing it failed ({type(e).__name__}: {lines[-1] if lines else ''})"
@@ -306,8 +292,6 @@ class Jitted:
         fn = self.fn
 
         def body(*inputs: Any) -> Any:
-            from . import autograd as _ag
-
             holder["traces"] += 1
             inputs = list(inputs)
             n_leaves = _count_leaves(spec)
@@ -323,18 +307,15 @@ class Jitted:
                     k += 1
             _write_state(state_spec, rest[k:], opts, params, bk)
             python_before = _python_state(opts)
-            last = _ag._last.get()
             convert = getattr(bk, "jit_variable", None)
             saved = [(p, p._native) for p in params]
             if convert is not None:
                 for p in params:
                     p._native = convert(p._var)
-            _local.depth = getattr(_local, "depth", 0) + 1
             try:
-                out = fn(*args, **kwargs)
+                with keep_last_recording(), inside():
+                    out = fn(*args, **kwargs)
             finally:
-                _local.depth -= 1
-                _ag._last.set(last)
                 for p, n in saved:
                     p._native = n
             holder["python_state_changed"] = _python_state(opts) != python_before
@@ -440,16 +421,6 @@ def jit(fn: Callable[..., Any]) -> Jitted:
     return Jitted(fn)
 
 
-def hybridize(block: Any, active: bool = True) -> Any:
-    """Compile ``block``'s forward in place (d2l's ``net.hybridize()``): later calls run the
-    compiled forward; ``active=False`` restores the eager one. Returns the block."""
-    d = block.__dict__
-    d.pop("forward", None)
-    if active:
-        d["forward"] = Jitted(type(block).forward.__get__(block))
-    return block
-
-
 def synchronize(device: Any = None) -> None:
     """Wait until the work queued on ``device`` (default: every device of the active
     backend) has finished: MXNet and GPUs run asynchronously, so time around this."""
@@ -483,13 +454,11 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
             f"the {bk.name} backend, which has none. "
             + (getattr(bk, "export_unsupported", "") or "Use torch, tensorflow or paddle.")
         )
-    _local.depth = getattr(_local, "depth", 0) + 1
     try:
-        return Path(write(block, Path(path), tuple(x._native for x in inputs)))
+        with inside():
+            return Path(write(block, Path(path), tuple(x._native for x in inputs)))
     except Untraceable:
         raise ValueError(
             f"Expected a block that a serving graph can hold. Received: {type(block).__name__} "
-            f"in a mode where {_local.reason}. Call block.eval() before md.export."
+            f"in a mode where {last_reason()}. Call block.eval() before md.export."
         ) from None
-    finally:
-        _local.depth -= 1

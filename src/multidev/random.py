@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .tracing import untraceable
+
 __all__ = ["host_normal", "host_uniform", "manual_seed"]
 
 _generator = np.random.Generator(np.random.PCG64())
@@ -56,8 +58,6 @@ def host_normal(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0) -> 
 
 def _not_in_trace() -> None:
     """A traced graph would replay host random values as constants: compile eagerly instead."""
-    from .jit import untraceable
-
     untraceable(
         "it draws random values (dropout, md.rand) from multidev's host generator, which a "
         "traced graph would replay as the same constants on every call"

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..device import as_device, check_available
 from ..errors import StateDictError
+from ..jit import Jitted
 from ..tensors import Tensor
 from .parameter import Parameter, UninitializedParameter
 from .parameter import same_backend as _same_backend
@@ -319,9 +320,11 @@ class Block:
         """Compile this block's forward in place with the framework's compiler (d2l's
         name; ``md.jit`` of the forward): later calls run the compiled forward.
         ``active=False`` goes back to eager. Returns the block."""
-        from ..jit import hybridize
-
-        return hybridize(self, active)
+        d = self.__dict__
+        d.pop("forward", None)
+        if active:
+            d["forward"] = Jitted(type(self).forward.__get__(self))
+        return self
 
     # ------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Block:
