@@ -390,3 +390,53 @@ def fuzz(session: nox.Session) -> None:
             env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
             external=True,
         )
+
+
+@nox.session(name="jit_inductor")
+def jit_inductor(session: nox.Session) -> None:
+    """The jit section and the export tests on torch with the full inductor compiler (C++
+    code generation: tens of seconds per first compile on a small CPU machine, so the
+    default tests-torch run uses ``aot_eager``). Not part of the default run."""
+    _install(session, "torch")
+    env = {
+        "MULTIDEV_BACKEND": "torch",
+        "MULTIDEV_TORCH_COMPILE_BACKEND": "inductor",
+        "PYTHONHASHSEED": "0",
+    }
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/test_export.py",
+        "--pyargs",
+        "multidev.testing.test_jit",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *session.posargs,
+        env=env,
+    )
+
+
+for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
+
+    @nox.session(name=f"bench_compile-{_backend}")
+    def bench_compile(session: nox.Session, backend: str = _backend) -> None:
+        """The compilation benchmark on one backend (not part of CI): multidev eager and
+        md.jit against the framework's eager and compiled step and Keras 3's train_on_batch
+        (torch, tensorflow). Writes benchmarks/results/compile_<backend>.{json,md}."""
+        constraints = ROOT / "constraints"
+        extra = ["keras"] if backend in ("torch", "tensorflow") else []
+        session.install(
+            "-c",
+            str(constraints / f"{backend}.txt"),
+            "-c",
+            str(constraints / "bench-keras.txt"),
+            f".[{backend}]",
+            *extra,
+        )
+        session.run(
+            "python",
+            "benchmarks/compile.py",
+            env={"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+        )

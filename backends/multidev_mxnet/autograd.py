@@ -12,13 +12,17 @@ counts as holding a gradient once a backward wrote it (``_fresh_grad``), until i
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import mxnet as mx
 from mxnet import gluon
 
+from multidev.errors import JitWarning
 from multidev.nn.native import NativeBlockMixin, call
+
+from .jit import UNSUPPORTED
 
 __all__ = ["Autograd", "NativeBlock"]
 
@@ -67,6 +71,11 @@ def _np_array(x: Any) -> Any:
     if isinstance(x, mx.nd.NDArray) and not isinstance(x, mx.np.ndarray):
         return x.as_np_ndarray()
     return x
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Says that this block stays eager (an ``md.JitWarning``) instead of doing nothing."""
+        if active:
+            warnings.warn(f"net.native.hybridize() runs eagerly: {UNSUPPORTED}", JitWarning, 2)
 
 
 def _data(var):

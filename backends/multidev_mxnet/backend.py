@@ -38,6 +38,7 @@ from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
+from .jit import Jit
 from .ops import FLOATS, OPS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
@@ -63,7 +64,7 @@ def _activate_numpy_semantics() -> None:
     mx.util.set_np_shape(2)
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
     name = "mxnet"

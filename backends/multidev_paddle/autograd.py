@@ -8,6 +8,7 @@ and ``backward`` is the loss's own ``backward``: gradients accumulate in each pa
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import paddle
@@ -15,9 +16,12 @@ import paddle
 from multidev.contract import EagerAutograd
 from multidev.nn.native import NativeBlockMixin
 
+from .jit import as_ast, positional, static_call, static_signature
+
 __all__ = ["Autograd", "NativeBlock"]
 
 
+@paddle.jit.marker.unified
 class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     """A ``paddle.nn.Layer`` view of a multidev Block: the same sub-block tree and names, the
     Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
@@ -28,6 +32,20 @@ class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
         self._md_mirror(block, memo)
+        names = static_signature(block.forward)
+        if names is not None:  # to_static reads the parameter names of forward
+            bound = types.MethodType(positional(NativeBlock.forward, ["self", *names]), self)
+            object.__setattr__(self, "forward", bound)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "forward":  # paddle.jit.to_static(net.native) assigns the compiled forward
+            value = as_ast(value)
+        super().__setattr__(name, value)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if paddle.in_dynamic_mode():
+            return NativeBlockMixin.forward(self, *args, **kwargs)
+        return static_call(self._md_block, args, kwargs)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)

@@ -33,6 +33,7 @@ from multidev.device import Device
 
 from .autograd import Autograd
 from .dtypes import NATIVE, dtype_name, md_dtype
+from .jit import Jit
 from .ops import FLOATS, OPS, native_key
 
 __all__ = ["Backend"]
@@ -60,11 +61,11 @@ def _imported_through_dlpack(arr: np.ndarray) -> bool:
 _PLACE_TEXT = re.compile(r"^Place\((?:cpu|gpu:(?P<gpu>\d+)|gpu_pinned)\)$")
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """PaddlePaddle: CPU and CUDA places, bfloat16, DLPack."""
 
     name = "paddle"
-    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
+    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"})
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
     ops = OPS

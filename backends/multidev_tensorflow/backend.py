@@ -33,6 +33,7 @@ from multidev.dtypes import DType
 from . import indexing
 from .autograd import Autograd
 from .dtypes import NATIVE
+from .jit import Jit
 from .ops import OPS
 from .ops import copy as _deep_copy
 
@@ -109,7 +110,7 @@ def _parse_name(name: str) -> Device | None:
     return Device(m.group(1).lower(), int(m.group(2)))
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
@@ -136,7 +137,7 @@ class Backend(Autograd, AdapterBase):
         # kernel there, on the CPU otherwise, whatever its inputs' device
         self.scoped_devices = frozenset(devices) - (set() if self._num_gpus else {self._default})
         self._strict = _StrictPlacement()
-        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
+        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)

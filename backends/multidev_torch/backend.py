@@ -24,6 +24,7 @@ from multidev.errors import DeviceError
 from .autograd import Autograd
 from .dtypes import NATIVE
 from .indexing import write
+from .jit import Jit
 from .ops import OPS
 
 __all__ = ["Backend"]
@@ -32,11 +33,11 @@ _CPU = Device("cpu", 0)
 _BF16_NUMPY = _dt.bfloat16.numpy
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """PyTorch: CPU and CUDA devices, autograd, bfloat16, DLPack."""
 
     name = "torch"
-    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
+    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"})
     tensor_types = (torch.Tensor, torch.nn.Parameter)
     dtypes = NATIVE
     ops = OPS

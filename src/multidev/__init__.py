@@ -52,8 +52,10 @@ from .errors import (
     DeferredInitializationError,
     DeviceError,
     DeviceMismatchError,
+    JitWarning,
     StateDictError,
 )
+from .jit import export, jit, synchronize
 from .ops import (
     abs,
     add,
@@ -118,6 +120,7 @@ __all__ = [
     "DeviceError",
     "DeviceMismatchError",
     "FloatTensor",
+    "JitWarning",
     "StateDictError",
     "Tensor",
     "abs",
@@ -147,6 +150,7 @@ __all__ = [
     "equal",
     "exp",
     "expand_dims",
+    "export",
     "eye",
     "flatten",
     "float16",
@@ -162,6 +166,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "jit",
     "less",
     "load",
     "log",
@@ -200,6 +205,7 @@ __all__ = [
     "stack",
     "subtract",
     "sum",
+    "synchronize",
     "tanh",
     "tensor",
     "transpose",

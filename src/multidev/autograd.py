@@ -15,9 +15,10 @@ backends have it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -25,11 +26,13 @@ from . import registry
 from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
 from .tensors import Tensor
+from .tracing import untraceable
 
 __all__ = [
     "autograd_backends",
     "backward",
     "is_recording",
+    "keep_last_recording",
     "no_grad",
     "paused",
     "record",
@@ -150,6 +153,17 @@ class no_grad:
         return wrapper  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def keep_last_recording() -> Iterator[None]:
+    """Forget the recordings that end inside (a traced function's tapes are not the
+    caller's): the last recording of each backend is the one from before."""
+    last = _last.get()
+    try:
+        yield
+    finally:
+        _last.set(last)
+
+
 def paused(bk: Any) -> Any:
     """A context manager that stops recording on ``bk`` (its active recordings included), or
     None where ``bk`` has no autograd."""
@@ -230,6 +244,9 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
     bk = t._bk
     if getattr(bk, "backward", None) is None:
         raise _no_autograd(bk)
+    reason = getattr(bk, "jit_backward_unsupported", None)
+    if reason is not None:
+        untraceable(reason)
     if t._dtype.kind != "f":
         raise AutogradError(
             f"Expected a floating-point tensor for backward(). Received: {t._dtype}. "

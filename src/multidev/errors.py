@@ -9,6 +9,7 @@ __all__ = [
     "DeferredInitializationError",
     "DeviceError",
     "DeviceMismatchError",
+    "JitWarning",
     "StateDictError",
 ]
 
@@ -54,3 +55,8 @@ class CheckpointError(ValueError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class JitWarning(UserWarning):
+    """``md.jit`` runs a function eagerly because the backend cannot compile it (the message
+    says why); given once per jitted function."""

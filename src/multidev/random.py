@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .tracing import untraceable
+
 __all__ = [
     "draw_seed",
     "dropout_mask",
@@ -91,6 +93,7 @@ def set_state(state: dict[str, Any]) -> None:
 
 def host_uniform(shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """float32 values uniform in [low, high), computed on the host in float32."""
+    _not_in_trace()
     u = _generator.random(shape, dtype=np.float32)
     if low == 0.0 and high == 1.0:
         return u
@@ -101,6 +104,7 @@ def host_uniform(shape: tuple[int, ...], low: float = 0.0, high: float = 1.0) ->
 
 def host_normal(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0) -> np.ndarray:
     """float32 values from N(mean, std**2), computed on the host in float32."""
+    _not_in_trace()
     z = _generator.standard_normal(shape, dtype=np.float32)
     if std != 1.0:
         z *= np.float32(std)
@@ -128,3 +132,11 @@ def dropout_mask(shape: tuple[int, ...], p: float, dtype: np.dtype) -> np.ndarra
     the host generator (the same elements on every backend after ``manual_seed``)."""
     keep = host_uniform(shape) >= np.float32(p)
     return np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0.0)).astype(dtype)
+
+
+def _not_in_trace() -> None:
+    """A traced graph would replay host random values as constants: compile eagerly instead."""
+    untraceable(
+        "it draws random values (dropout, md.rand) from multidev's host generator, which a "
+        "traced graph would replay as the same constants on every call"
+    )

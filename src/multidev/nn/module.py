@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import as_device, check_available
 from ..errors import StateDictError
+from ..jit import Jitted
 from ..tensors import Tensor
 from .parameter import Parameter, UninitializedParameter
 from .parameter import same_backend as _same_backend
@@ -328,6 +329,17 @@ class Block:
             if key != "_native_module":  # a view of this block's variables, rebuilt on demand
                 d[key] = copy.deepcopy(value, memo)
         return new
+
+    # ------------------------------------------------------------ compilation
+    def hybridize(self, active: bool = True) -> Block:
+        """Compile this block's forward in place with the framework's compiler (d2l's
+        name; ``md.jit`` of the forward): later calls run the compiled forward.
+        ``active=False`` goes back to eager. Returns the block."""
+        d = self.__dict__
+        d.pop("forward", None)
+        if active:
+            d["forward"] = Jitted(type(self).forward.__get__(self))
+        return self
 
     # ------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Block:

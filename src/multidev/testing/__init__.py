@@ -36,6 +36,7 @@ SECTIONS = (
     "native_interop",
     "recurrent",
     "attention",
+    "jit",
     "gpu",
 )
 

@@ -1,0 +1,44 @@
+"""Compilation on TensorFlow: ``tf.function`` (XLA with ``MULTIDEV_TF_XLA=1``), SavedModel.
+
+``tf.function`` runs the Python function once per input signature and replays the graph,
+so ``md.jit`` passes gradients and optimiser state in and out of it (``jit_traces_once``).
+AutoGraph is off: multidev's Python branches on Python values only, and is traced as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+from multidev.device import Device
+
+__all__ = ["XLA_ENV", "Jit"]
+
+XLA_ENV = "MULTIDEV_TF_XLA"
+
+
+class Jit:
+    """The compilation hooks of the TensorFlow adapter."""
+
+    jit_traces_once = True
+
+    def jit_compile(self, body: Any) -> Any:
+        xla = os.environ.get(XLA_ENV, "").strip() == "1"
+        return tf.function(body, jit_compile=xla or None, autograph=False)
+
+    def synchronize(self, dev: Device | None) -> None:
+        tf.test.experimental.sync_devices()
+
+    def export(self, block: Any, path: Path, inputs: tuple) -> Path:
+        """A SavedModel folder whose ``serve`` function (also the serving signature) runs the
+        block's forward on tensors of the example inputs' shapes and dtypes."""
+        native = block.native
+        specs = [tf.TensorSpec(x.shape, x.dtype) for x in inputs]
+        module = tf.Module()
+        module.net = native
+        module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
+        tf.saved_model.save(module, str(path), signatures=module.serve)
+        return path

@@ -1,0 +1,360 @@
+"""Compilation benchmark: one MLP training step (forward, mean-squared error, backward, SGD)
+timed in one process, as each alternative a user could pick runs it.
+
+Rows: multidev eager; multidev ``md.jit`` of the whole step; multidev with the forward
+hybridized (``net.hybridize()``) and the step eager; the framework's own code eagerly; the
+framework's own compiler (``torch.compile``, ``tf.function``, ``paddle.jit.to_static`` of the
+model, hybridized Gluon); Keras 3's ``train_on_batch`` (torch and tensorflow, when keras is
+installed: ``constraints/bench-keras.txt``). Cases: ``mlp_small`` (3 layers, 256 wide,
+batch 32) and ``mlp_large`` (3 layers, 1024 wide, batch 128).
+
+Run it with ``MULTIDEV_BACKEND=torch python benchmarks/compile.py`` (one backend per run,
+one CPU thread); it writes ``benchmarks/results/compile_<backend>.{json,md}``. Times are the
+median over repeats of the time per step, after warm-up calls that include compilation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+CASES = {"mlp_small": (256, 32), "mlp_large": (1024, 128)}
+LR = 1e-3
+RESULTS = Path(__file__).parent / "results"
+
+
+def _threads(n: int = 1) -> None:
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(n))
+
+
+def _data(width: int, batch: int):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((batch, width), dtype=np.float32)
+    Y = rng.standard_normal((batch, 10), dtype=np.float32)
+    return X, Y
+
+
+def _weights(width: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    shapes = [(width, width), (width, width), (10, width)]
+    return [
+        (
+            (rng.standard_normal(s, dtype=np.float32) / np.sqrt(s[1])).astype(np.float32),
+            np.zeros(s[0], np.float32),
+        )
+        for s in shapes
+    ]
+
+
+# ---------------------------------------------------------------- multidev
+def md_steps(width: int, batch: int) -> dict[str, Callable[[], float]]:
+    import multidev as md
+    from multidev import nn
+
+    X, Y = _data(width, batch)
+    mse = nn.functional.mse_loss
+    out: dict[str, Callable[[], float]] = {}
+    for label in ("multidev eager", "multidev md.jit(step)", "multidev net.hybridize()"):
+        net = nn.Sequential(
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, 10),
+        )
+        with md.no_grad():
+            for lin, (w, b) in zip([net[0], net[2], net[4]], _weights(width), strict=True):
+                lin.weight[...] = md.asarray(w)
+                lin.bias[...] = md.asarray(b)
+        opt = md.optim.SGD(net.parameters(), lr=LR)
+        x, y = md.asarray(X), md.asarray(Y)
+
+        def step(net=net, opt=opt, x=x, y=y):
+            with md.autograd.record():
+                loss = mse(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        if label == "multidev md.jit(step)":
+            fn = md.jit(step)
+        else:
+            if label == "multidev net.hybridize()":
+                net.hybridize()
+            fn = step
+        out[label] = fn
+    return out
+
+
+# ---------------------------------------------------------------- native code
+def torch_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
+    import torch
+
+    torch.set_num_threads(1)
+    X, Y = (torch.from_numpy(a) for a in _data(width, batch))
+    out = {}
+    for label in ("torch eager", "torch.compile(step)"):
+        net = torch.nn.Sequential(
+            torch.nn.Linear(width, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, 10),
+        )
+        with torch.no_grad():
+            for lin, (w, b) in zip([net[0], net[2], net[4]], _weights(width), strict=True):
+                lin.weight.copy_(torch.from_numpy(w))
+                lin.bias.copy_(torch.from_numpy(b))
+        opt = torch.optim.SGD(net.parameters(), lr=LR)
+
+        def step(net=net, opt=opt):
+            loss = torch.nn.functional.mse_loss(net(X), Y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        backend = os.environ.get("MULTIDEV_TORCH_COMPILE_BACKEND", "inductor")
+        out[label] = torch.compile(step, backend=backend) if "compile" in label else step
+    return out
+
+
+def tensorflow_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
+    import tensorflow as tf
+
+    X, Y = (tf.constant(a) for a in _data(width, batch))
+    out = {}
+    for label in ("tensorflow eager", "tf.function(step)"):
+        vs = [(tf.Variable(w.T), tf.Variable(b)) for w, b in _weights(width)]
+        flat = [v for pair in vs for v in pair]
+
+        def step(vs=vs, flat=flat):
+            with tf.GradientTape() as tape:
+                h = X
+                for i, (w, b) in enumerate(vs):
+                    h = h @ w + b
+                    if i < 2:
+                        h = tf.nn.relu(h)
+                loss = tf.reduce_mean((h - Y) ** 2)
+            for v, g in zip(flat, tape.gradient(loss, flat), strict=True):
+                v.assign_sub(LR * g)
+            return loss
+
+        out[label] = tf.function(step) if "function" in label else step
+    return out
+
+
+def paddle_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
+    import paddle
+
+    X, Y = (paddle.to_tensor(a) for a in _data(width, batch))
+    out = {}
+    for label in ("paddle eager", "paddle.jit.to_static(model)"):
+        net = paddle.nn.Sequential(
+            paddle.nn.Linear(width, width),
+            paddle.nn.ReLU(),
+            paddle.nn.Linear(width, width),
+            paddle.nn.ReLU(),
+            paddle.nn.Linear(width, 10),
+        )
+        for lin, (w, b) in zip([net[0], net[2], net[4]], _weights(width), strict=True):
+            lin.weight.set_value(w.T)
+            lin.bias.set_value(b)
+        opt = paddle.optimizer.SGD(learning_rate=LR, parameters=net.parameters())
+        if "static" in label:
+            net = paddle.jit.to_static(net, full_graph=True)
+
+        def step(net=net, opt=opt):
+            loss = paddle.nn.functional.mse_loss(net(X), Y)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            return loss
+
+        out[label] = step
+    return out
+
+
+def mxnet_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
+    import mxnet as mx
+    from mxnet import autograd, gluon, npx
+
+    npx.set_np()
+    X, Y = (mx.np.array(a) for a in _data(width, batch))
+    out = {}
+    for label in ("mxnet eager (Gluon)", "mxnet hybridize()"):
+        net = gluon.nn.HybridSequential()
+        net.add(
+            gluon.nn.Dense(width, activation="relu", in_units=width),
+            gluon.nn.Dense(width, activation="relu", in_units=width),
+            gluon.nn.Dense(10, in_units=width),
+        )
+        net.initialize()
+        for lin, (w, b) in zip(net, _weights(width), strict=True):
+            lin.weight.set_data(mx.np.array(w))
+            lin.bias.set_data(mx.np.array(b))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
+        if "hybridize" in label:
+            net.hybridize(static_alloc=True, static_shape=True)
+
+        def step(net=net, trainer=trainer):
+            with autograd.record():
+                loss = ((net(X) - Y) ** 2).mean()
+            loss.backward()
+            trainer.step(1)
+            return loss
+
+        out[label] = step
+    return out
+
+
+def keras_steps(backend: str, width: int, batch: int) -> dict[str, Callable[[], object]]:
+    os.environ["KERAS_BACKEND"] = backend
+    try:
+        import keras
+    except ImportError:
+        return {}
+    if keras.backend.backend() != backend:
+        return {}
+    X, Y = _data(width, batch)
+    model = keras.Sequential(
+        [
+            keras.Input((width,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    for layer, (w, b) in zip(model.layers, _weights(width), strict=True):
+        layer.set_weights([w.T, b])
+    model.compile(optimizer=keras.optimizers.SGD(LR), loss="mse")
+    return {f"Keras {keras.__version__} train_on_batch": lambda: model.train_on_batch(X, Y)}
+
+
+NATIVE = {
+    "torch": torch_steps,
+    "tensorflow": tensorflow_steps,
+    "paddle": paddle_steps,
+    "mxnet": mxnet_steps,
+}
+
+
+def _time(fn: Callable[[], object], finish: Callable[[object], float], budget_s: float):
+    """Median seconds per call over repeats, after warm-up calls (compilation included)."""
+    for _ in range(3):
+        last = fn()
+    finish(last)
+    start = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - start, 1e-6)
+    number = max(1, int(budget_s / 5 / one))
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(number):
+            last = fn()
+        finish(last)
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times), float(finish(last))
+
+
+def _value(x: object) -> float:
+    if hasattr(x, "item"):
+        return float(x.item())
+    if hasattr(x, "numpy"):
+        return float(np.asarray(x.numpy()))
+    return float(np.asarray(x))
+
+
+def main() -> int:
+    _threads()
+    backend = os.environ.get("MULTIDEV_BACKEND", "torch")
+    budget = float(os.environ.get("BENCH_BUDGET_S", "1.0"))
+    rows = []
+    for case, (width, batch) in CASES.items():
+        sides: dict[str, Callable[[], object]] = {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sides.update(md_steps(width, batch))
+        notes = sorted({str(w.message) for w in caught if "md.jit" in str(w.message)})
+        sides.update(NATIVE[backend](width, batch))
+        if backend in ("torch", "tensorflow"):
+            sides.update(keras_steps(backend, width, batch))
+        for label, fn in sides.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    t, loss = _time(fn, _value, budget)
+                except Exception as e:  # a side that cannot run is reported, not hidden
+                    rows.append({"case": case, "side": label, "error": repr(e)[:300]})
+                    continue
+            notes += sorted({str(w.message) for w in caught if "JitWarning" in w.category.__name__})
+            rows.append({"case": case, "side": label, "us_per_step": t * 1e6, "first_loss": loss})
+            print(f"{case:10s} {label:40s} {t * 1e6:12.1f} us", flush=True)
+        rows.append({"case": case, "notes": sorted(set(notes))})
+    meta = {
+        "backend": backend,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "threads": 1,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"compile_{backend}.json").write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=1)
+    )
+    (RESULTS / f"compile_{backend}.md").write_text(_table(backend, meta, rows))
+    return 0
+
+
+def _table(backend: str, meta: dict, rows: list[dict]) -> str:
+    lines = [
+        f"# Compilation benchmark, {backend}",
+        "",
+        f"One training step (forward, MSE, backward, SGD), µs per step, median; 1 thread. "
+        f"Load average during the run: {', '.join(f'{x:.1f}' for x in meta['load_average'])} "
+        f"on {meta['cpus']} CPUs (a shared, loaded machine: compare rows of one run only).",
+        "",
+        "| case | side | µs/step | × multidev eager |",
+        "|---|---|---:|---:|",
+    ]
+    for case in CASES:
+        base = next(
+            (
+                r["us_per_step"]
+                for r in rows
+                if r.get("case") == case
+                and r.get("side") == "multidev eager"
+                and "us_per_step" in r
+            ),
+            None,
+        )
+        for r in rows:
+            if r.get("case") != case or "side" not in r:
+                continue
+            if "error" in r:
+                lines.append(f"| {case} | {r['side']} | failed: {r['error']} | |")
+                continue
+            ratio = f"{r['us_per_step'] / base:.2f}" if base else ""
+            lines.append(f"| {case} | {r['side']} | {r['us_per_step']:.0f} | {ratio} |")
+    notes = sorted({n for r in rows for n in r.get("notes", [])})
+    if notes:
+        lines += ["", "Notes:", *(f"- {n}" for n in notes)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    raise SystemExit(main())

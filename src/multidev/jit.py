@@ -1,0 +1,464 @@
+"""Compilation: ``md.jit``, ``md.synchronize`` and ``md.export`` (``Block.hybridize`` is
+``md.jit`` of the block's forward).
+
+``md.jit(fn)`` hands a function of Tensors and Blocks (a forward pass, or a whole training
+step: ``record``, ``backward``, ``opt.step()``, ``opt.zero_grad()``) to the framework's
+compiler, through the adapter's ``jit_compile(body)``: ``body`` takes and returns flat lists
+of native tensors and runs ``fn`` on them as Tensors. Parameters stay the Block's very
+variables. The rules written once here:
+
+- Compilers that run the Python function once and replay a graph (``tf.function``,
+  ``jit_traces_once = True``) see Python state as constants. The gradients and the Tensor
+  state of the optimisers ``fn`` reaches are therefore passed in and returned by the
+  compiled function and written back after each call; the training flags of the blocks and
+  the structure of that state are part of the cache key, so ``train()``/``eval()``, a new
+  gradient or a new optimiser buffer retrace. A trace that changes other Python state of
+  an optimiser (Adam's step counter) would replay it as a constant: that function runs
+  eagerly instead.
+- Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
+  as it is.
+- New shapes or dtypes retrace (the framework's own rule, dtypes also in the key here).
+- What cannot be compiled (multidev's host random generator under a tracer, reading values
+  back to Python, a backend without compiler) runs eagerly, with exactly one
+  ``md.JitWarning`` per jitted function saying why: never silently wrong.
+
+What ``fn`` reaches is found in its arguments, its default values, its closure, the globals
+it names and, for a bound method, its ``self``: Blocks, optimisers, and lists, tuples and
+dicts of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .autograd import keep_last_recording
+from .device import as_device
+from .errors import JitWarning
+from .optim import Optimizer
+from .tensors import Tensor
+from .tracing import Untraceable, inside, last_reason, tracing, untraceable
+
+__all__ = ["Jitted", "export", "jit", "synchronize", "tracing", "untraceable"]
+
+
+class _Eager:
+    """The cache entry of a structure that runs eagerly."""
+
+
+_EAGER = _Eager()
+
+
+# ---------------------------------------------------------------- what fn reaches
+def _collect(obj: Any, blocks: dict, opts: dict, depth: int = 0) -> None:
+    if isinstance(obj, _block_type()):
+        for m in obj.modules():
+            blocks.setdefault(id(m), m)
+    elif isinstance(obj, Optimizer):
+        opts.setdefault(id(obj), obj)
+    elif depth < 2 and isinstance(obj, (list, tuple)):
+        for v in obj:
+            _collect(v, blocks, opts, depth + 1)
+    elif depth < 2 and isinstance(obj, dict):
+        for v in obj.values():
+            _collect(v, blocks, opts, depth + 1)
+
+
+def _block_type() -> type:
+    """``nn.Block``, from the loaded package (``nn`` stands on this module)."""
+    return sys.modules["multidev.nn.module"].Block
+
+
+def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
+    """The Blocks (every sub-block) and optimisers ``fn`` can reach."""
+    blocks: dict[int, Any] = {}
+    opts: dict[int, Any] = {}
+    _collect(args, blocks, opts)
+    _collect(kwargs, blocks, opts)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        _collect(owner, blocks, opts)
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    _collect(getattr(func, "__defaults__", None) or (), blocks, opts)
+    _collect(getattr(func, "__kwdefaults__", None) or {}, blocks, opts)
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            _collect(cell.cell_contents, blocks, opts)
+        except ValueError:  # an empty cell
+            continue
+    if code is not None:
+        glb = getattr(func, "__globals__", {})
+        for name in code.co_names:
+            if name in glb:
+                _collect(glb[name], blocks, opts)
+    return list(blocks.values()), list(opts.values())
+
+
+# ---------------------------------------------------------------- flattening
+def _flatten(obj: Any, leaves: list) -> Any:
+    """The structure of ``obj`` with each Tensor replaced by its position in ``leaves``."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return (_Leaf, len(leaves) - 1, obj._dtype, obj._dev)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_flatten(v, leaves) for v in obj))
+    if isinstance(obj, dict):
+        return (dict, tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    return (None, obj)
+
+
+class _Leaf:
+    pass
+
+
+def _build(spec: Any, values: list, make: Callable[[Any, Any, Any], Any]) -> Any:
+    kind = spec[0]
+    if kind is _Leaf:
+        return make(values[spec[1]], spec[2], spec[3])
+    if kind is None:
+        return spec[1]
+    if kind is dict:
+        return {k: _build(v, values, make) for k, v in spec[1]}
+    items = [_build(v, values, make) for v in spec[1]]
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
+
+
+def _hashable(spec: Any) -> Any:
+    """``spec`` as a cache key: Python values that are not hashable count by identity."""
+    try:
+        hash(spec)
+        return spec
+    except TypeError:
+        pass
+    if isinstance(spec, tuple):
+        return tuple(_hashable(v) for v in spec)
+    return ("id", id(spec))
+
+
+# ---------------------------------------------------------------- the compiled function
+def _adapter_of(blocks: list) -> Any:
+    """The backend of the first parameter found, else the active one."""
+    for m in blocks:
+        for p in m._parameters.values():
+            if p is not None:
+                return p._bk
+    return registry.current()
+
+
+class Jitted:
+    """A function compiled by the active backend's compiler: call it like the function."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"Expected a function to compile. Received: {type(fn).__name__}")
+        self.fn = fn
+        self._cache: dict[Any, Any] = {}
+        self._warned = False
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def _warn(self, why: str) -> None:
+        if not self._warned:
+            self._warned = True
+            name = getattr(self.fn, "__qualname__", repr(self.fn))
+            warnings.warn(
+                f"md.jit: {name} runs eagerly (not compiled): {why}",
+                JitWarning,
+                stacklevel=3,
+            )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if tracing():  # inside another compiled function: part of it
+            return self.fn(*args, **kwargs)
+        leaves: list[Tensor] = []
+        spec = _flatten((args, kwargs), leaves)
+        reach = None
+        if leaves:
+            bk = leaves[0]._bk
+        else:
+            reach = _reachable(self.fn, args, kwargs)
+            bk = _adapter_of(reach[0])
+        compile_ = getattr(bk, "jit_compile", None)
+        if compile_ is None:
+            self._warn(
+                getattr(bk, "jit_unsupported", None)
+                or f"the {bk.name} backend has no compiler (it runs each op as it comes)"
+            )
+            return self.fn(*args, **kwargs)
+        if getattr(bk, "jit_traces_once", False):
+            blocks, opts = reach or _reachable(self.fn, args, kwargs)
+            return self._call_traced(bk, compile_, blocks, opts, args, kwargs, leaves, spec)
+        return self._call_direct(bk, compile_, leaves, spec)
+
+    # a compiler that follows Python (torch.compile): fn as it is, on native tensors
+    def _call_direct(self, bk: Any, compile_: Any, leaves: list, spec: Any) -> Any:
+        key = (id(bk), _hashable(spec))
+        entry = self._cache.get(key)
+        holder: dict[str, Any] = {}
+        if entry is None:
+            fn = self.fn
+
+            def body(*natives: Any) -> Any:
+                a, kw = _build(spec, list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+                out_leaves: list[Tensor] = []
+                holder["out"] = _flatten(fn(*a, **kw), out_leaves)
+                return tuple(t._native for t in out_leaves)
+
+            entry = self._cache[key] = (compile_(body), holder)
+        compiled, holder = entry
+        natives = compiled(*(t._native for t in leaves))
+        return _build(holder["out"], list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+
+    # a compiler that traces once (tf.function): Python state in and out explicitly
+    def _call_traced(
+        self,
+        bk: Any,
+        compile_: Any,
+        blocks: list,
+        opts: list,
+        args: tuple,
+        kwargs: dict,
+        leaves: list,
+        spec: Any,
+    ) -> Any:
+        params = _params(blocks, opts)
+        grads = [bk.grad(p._var) for p in params]
+        state_spec, state_vals = _opt_state(opts)
+        key = (
+            id(bk),
+            _hashable(spec),
+            tuple(m.training for m in blocks),
+            tuple(g is None for g in grads),
+            state_spec,
+        )
+        entry = self._cache.get(key)
+        if entry is _EAGER:
+            return self.fn(*args, **kwargs)
+        if entry is None:
+            entry = self._cache[key] = self._trace(bk, compile_, spec, params, opts, state_spec)
+        compiled, holder = entry
+        natives = [t._native for t in leaves]
+        inputs = natives + [g for g in grads if g is not None] + [v._native for v in state_vals]
+        traced_before = holder["traces"]
+        snapshot = _snapshot(params, opts, bk)
+        try:
+            out = compiled(*inputs)
+        except Exception as e:
+            if holder["traces"] == traced_before:
+                raise
+            _restore(snapshot, bk)
+            self._cache[key] = _EAGER
+            reason = last_reason()
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            self._warn(
+                reason or f"tracing it failed ({type(e).__name__}: {lines[-1] if lines else ''})"
+            )
+            return self.fn(*args, **kwargs)
+        if holder["traces"] != traced_before and holder.get("python_state_changed"):
+            _restore(snapshot, bk)
+            self._cache[key] = _EAGER
+            self._warn(
+                "it changes Python values of an optimiser's state (e.g. Adam's step "
+                "counter), which a traced graph would replay as constants"
+            )
+            return self.fn(*args, **kwargs)
+        n_out, n_grad = holder["n_out"], len(params)
+        out_natives, grad_natives, state_natives = (
+            list(out[:n_out]),
+            list(out[n_out : n_out + n_grad]),
+            list(out[n_out + n_grad :]),
+        )
+        for p, g in zip(params, grad_natives, strict=True):
+            bk.set_grad(p._var, g)
+        _write_state(holder["state_out"], state_natives, opts, params, bk)
+        return _build(
+            holder["out"], out_natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt)
+        )
+
+    def _trace(
+        self, bk: Any, compile_: Any, spec: Any, params: list, opts: list, state_spec: Any
+    ) -> tuple[Any, dict]:
+        holder: dict[str, Any] = {"traces": 0}
+        fn = self.fn
+
+        def body(*inputs: Any) -> Any:
+            holder["traces"] += 1
+            inputs = list(inputs)
+            n_leaves = _count_leaves(spec)
+            args, kwargs = _build(
+                spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt)
+            )
+            rest = inputs[n_leaves:]
+            grads_now = [bk.grad(p._var) for p in params]
+            k = 0
+            for p, g in zip(params, grads_now, strict=True):
+                if g is not None:
+                    bk.set_grad(p._var, rest[k])
+                    k += 1
+            _write_state(state_spec, rest[k:], opts, params, bk)
+            python_before = _python_state(opts)
+            convert = getattr(bk, "jit_variable", None)
+            saved = [(p, p._native) for p in params]
+            if convert is not None:
+                for p in params:
+                    p._native = convert(p._var)
+            try:
+                with keep_last_recording(), inside():
+                    out = fn(*args, **kwargs)
+            finally:
+                for p, n in saved:
+                    p._native = n
+            holder["python_state_changed"] = _python_state(opts) != python_before
+            out_leaves: list[Tensor] = []
+            holder["out"] = _flatten(out, out_leaves)
+            holder["n_out"] = len(out_leaves)
+            out_grads = [bk.grad(p._var) for p in params]
+            out_spec, out_vals = _opt_state(opts)
+            holder["state_out"] = out_spec
+            return (
+                *(t._native for t in out_leaves),
+                *out_grads,
+                *(t._native for t in out_vals),
+            )
+
+        return compile_(body), holder
+
+
+def _count_leaves(spec: Any) -> int:
+    kind = spec[0]
+    if kind is _Leaf:
+        return 1
+    if kind is None:
+        return 0
+    if kind is dict:
+        return sum(_count_leaves(v) for _, v in spec[1])
+    return sum(_count_leaves(v) for v in spec[1])
+
+
+def _params(blocks: list, opts: list) -> list:
+    seen: dict[int, Any] = {}
+    for m in blocks:
+        for p in m._parameters.values():
+            if p is not None and p.initialized and p.requires_grad:
+                seen.setdefault(id(p), p)
+    for opt in opts:
+        for group in opt.param_groups:
+            for p in group["params"]:
+                seen.setdefault(id(p), p)
+    return list(seen.values())
+
+
+def _opt_state(opts: list) -> tuple[tuple, list[Tensor]]:
+    """The structure (hashable) and the Tensor values of the optimisers' state."""
+    spec = []
+    vals: list[Tensor] = []
+    for opt in opts:
+        for p, st in opt.state.items():
+            for k in sorted(st):
+                v = st[k]
+                if isinstance(v, Tensor):
+                    spec.append((id(opt), id(p), k, v._dtype))
+                    vals.append(v)
+    return tuple(spec), vals
+
+
+def _python_state(opts: list) -> list:
+    return [
+        (id(opt), id(p), k, v)
+        for opt in opts
+        for p, st in opt.state.items()
+        for k, v in sorted(st.items())
+        if not isinstance(v, Tensor)
+    ]
+
+
+def _write_state(spec: tuple, natives: list, opts: list, params: list, bk: Any) -> None:
+    by_id = {id(opt): opt for opt in opts}
+    pids = {id(p): p for p in params}
+    for (oid, pid, k, dt), n in zip(spec, natives, strict=True):
+        p = pids[pid]
+        by_id[oid].state.setdefault(p, {})[k] = Tensor(n, bk, p._dev, dt)
+
+
+def _snapshot(params: list, opts: list, bk: Any) -> tuple:
+    return (
+        [(p, bk.grad(p._var)) for p in params],
+        [(opt, {p: dict(st) for p, st in opt.state.items()}) for opt in opts],
+        [(t, t._native) for t in _opt_state(opts)[1]],
+    )
+
+
+def _restore(snapshot: tuple, bk: Any) -> None:
+    grads, states, natives = snapshot
+    for p, g in grads:
+        bk.set_grad(p._var, g)
+    for opt, st in states:
+        opt.state.clear()
+        opt.state.update(st)
+    for t, n in natives:
+        t._native = n
+
+
+# ---------------------------------------------------------------- public functions
+def jit(fn: Callable[..., Any]) -> Jitted:
+    """``fn`` compiled by the backend's compiler (``tf.function``, ``torch.compile``,
+    ``paddle.jit.to_static``); use as ``step = md.jit(step)`` or ``@md.jit``.
+
+    It gives eager's results within float32 tolerance and trains the very same parameters
+    and optimiser state. New shapes, dtypes, ``train()``/``eval()`` retrace. What cannot be
+    compiled runs eagerly with one ``md.JitWarning`` saying why. Raises TypeError for a
+    non-callable."""
+    return Jitted(fn)
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait until the work queued on ``device`` (default: every device of the active
+    backend) has finished: MXNet and GPUs run asynchronously, so time around this."""
+    bk = registry.current()
+    dev = None if device is None else as_device(device)
+    sync = getattr(bk, "synchronize", None)
+    if sync is not None:
+        sync(dev)
+
+
+def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
+    """Write ``block`` in its framework's own serving format at ``path``: a SavedModel
+    folder (TensorFlow; call ``.serve(x)`` on ``tf.saved_model.load``), a ``torch.export``
+    program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
+    prefix (``paddle.jit.load(path)(x)``). ``example_inputs`` is a Tensor or a tuple of
+    Tensors with the shapes and dtypes to serve. Returns the path written. Raises
+    TypeError on a backend without an exporter, ValueError for a block in training mode
+    that draws random values (``Dropout``: call ``block.eval()`` first)."""
+    inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    for x in inputs:
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                f"Expected md.Tensor example inputs. Received: {type(x).__name__}. "
+                "Wrap it with md.asarray first."
+            )
+    bk = inputs[0]._bk if inputs else registry.current()
+    write = getattr(bk, "export", None)
+    if write is None:
+        raise TypeError(
+            f"Expected a backend with a serving format for md.export. Received: a Block of "
+            f"the {bk.name} backend, which has none. "
+            + (getattr(bk, "export_unsupported", "") or "Use torch, tensorflow or paddle.")
+        )
+    try:
+        with inside():
+            return Path(write(block, Path(path), tuple(x._native for x in inputs)))
+    except Untraceable:
+        raise ValueError(
+            f"Expected a block that a serving graph can hold. Received: {type(block).__name__} "
+            f"in a mode where {last_reason()}. Call block.eval() before md.export."
+        ) from None

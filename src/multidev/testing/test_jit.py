@@ -1,0 +1,239 @@
+"""Section "jit": ``md.jit``, ``Block.hybridize`` and ``md.synchronize``.
+
+A compiled forward and a compiled training step (record, backward, ``opt.step()``,
+``opt.zero_grad()``) give eager's numbers within float32 tolerance and train the very same
+parameters; new shapes and dtypes retrace; ``train()``/``eval()`` and ``Dropout`` behave as
+in eager; what the backend cannot compile runs eagerly with exactly one ``md.JitWarning``.
+
+On torch these tests compile with ``torch.compile(backend="aot_eager")`` (the same graph
+capture, forward and backward, without C++ code generation: seconds, not tens of seconds,
+on a small CPU machine) unless ``MULTIDEV_TORCH_COMPILE_BACKEND`` says otherwise; the nox
+session ``jit_inductor`` runs them with the full ``inductor`` compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import nn
+
+RTOL, ATOL = 1e-5, 1e-6
+
+
+@pytest.fixture(autouse=True)
+def _cheap_torch_compile(monkeypatch):
+    if "MULTIDEV_TORCH_COMPILE_BACKEND" not in os.environ:
+        monkeypatch.setenv("MULTIDEV_TORCH_COMPILE_BACKEND", "aot_eager")
+
+
+def _mlp(dropout: float = 0.0) -> nn.Block:
+    md.manual_seed(7)
+    layers = [nn.Linear(4, 16), nn.ReLU()]
+    if dropout:
+        layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers, nn.Linear(16, 3))
+
+
+def _data(n: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = md.asarray(rng.standard_normal((n, 4)).astype(np.float32))
+    y = md.asarray(rng.standard_normal((n, 3)).astype(np.float32))
+    return X, y
+
+
+def _values(net: nn.Block) -> dict[str, np.ndarray]:
+    return {k: np.array(v.numpy()) for k, v in net.state_dict().items()}
+
+
+def _jit_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, md.JitWarning)]
+
+
+def _compiles(bk) -> bool:
+    return "jit" in bk.capabilities
+
+
+def test_forward_equals_eager(bk):
+    net = _mlp()
+    X, _ = _data()
+    fwd = md.jit(lambda X: net(X))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fwd(X)
+        again = fwd(X)
+    np.testing.assert_allclose(got.numpy(), net(X).numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(again.numpy(), got.numpy(), rtol=RTOL, atol=ATOL)
+    assert got.dtype == md.float32 and got.shape == (6, 3)
+    assert len(_jit_warnings(caught)) == (0 if _compiles(bk) else 1)
+
+
+@pytest.mark.requires("autograd")
+def test_train_step_equals_eager(bk):
+    X, y = _data()
+
+    def run(compiled: bool):
+        net = _mlp()
+        opt = md.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        variables = [p.native for p in net.parameters()]
+
+        def step(X, y):
+            with md.autograd.record():
+                loss = ((net(X) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        fn = md.jit(step) if compiled else step
+        losses = [fn(X, y).item() for _ in range(3)]
+        assert [p.native for p in net.parameters()] == variables  # the very same variables
+        assert all(p.grad is None for p in net.parameters())
+        buffers = [opt.state[p]["momentum_buffer"].numpy() for p in net.parameters()]
+        return losses, _values(net), buffers
+
+    eager = run(False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jitted = run(True)
+    np.testing.assert_allclose(jitted[0], eager[0], rtol=RTOL, atol=ATOL)
+    for k, v in eager[1].items():
+        np.testing.assert_allclose(jitted[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
+    for a, b in zip(jitted[2], eager[2], strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    assert eager[0][2] < eager[0][0]  # it trains
+    expected = 0 if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None) else 1
+    assert len(_jit_warnings(caught)) == expected, _jit_warnings(caught)
+
+
+@pytest.mark.requires("autograd")
+def test_gradient_left_for_the_caller(bk):
+    """A compiled function that leaves gradients behind leaves eager's gradients."""
+    X, y = _data()
+    net = _mlp()
+
+    def loss_and_grad(X, y):
+        with md.autograd.record():
+            loss = ((net(X) - y) ** 2).mean()
+        loss.backward()
+        return loss
+
+    loss_and_grad(X, y)
+    want = [p.grad.numpy().copy() for p in net.parameters()]
+    for p in net.parameters():
+        p.grad = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)
+        md.jit(loss_and_grad)(X, y)
+    for p, w in zip(net.parameters(), want, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=RTOL, atol=ATOL)
+
+
+def test_new_shape_and_dtype_retrace():
+    f = md.jit(lambda x: x * 2.0 + 1.0)
+    for shape, dtype in [((2, 3), md.float32), ((5,), md.float32), ((2, 3), md.float64)]:
+        x = md.asarray(np.arange(np.prod(shape), dtype=np.float64).reshape(shape), dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", md.JitWarning)
+            out = f(x)
+        assert out.shape == shape and out.dtype == dtype
+        np.testing.assert_allclose(out.numpy(), x.numpy() * 2 + 1)
+
+
+def test_train_and_eval_modes_under_jit(bk):
+    net = _mlp(dropout=0.5)
+    X = md.asarray(np.ones((8, 4), np.float32))
+    fwd = md.jit(lambda X: net(X))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        net.eval()
+        np.testing.assert_allclose(fwd(X).numpy(), net(X).numpy(), rtol=RTOL, atol=ATOL)
+        net.train()
+        hidden = md.jit(lambda X: net[2](net[1](net[0](X))))
+        a, b = hidden(X).numpy(), hidden(X).numpy()
+        net.eval()
+        np.testing.assert_allclose(fwd(X).numpy(), net(X).numpy(), rtol=RTOL, atol=ATOL)
+    relu = np.maximum(net[0](X).numpy(), 0)
+    for out in (a, b):  # each element dropped, or kept and scaled by 1 / (1 - p)
+        kept = out != 0
+        np.testing.assert_allclose(out[kept], 2 * relu[kept], rtol=RTOL, atol=ATOL)
+        assert 0 < kept.sum() < kept.size
+    assert not np.array_equal(a != 0, b != 0)  # a fresh mask per call, not a constant
+    assert len(_jit_warnings(caught)) <= 2  # at most one per jitted function
+
+
+def test_warning_once_and_eager_result(bk):
+    """A function reading values back to Python runs correctly, warning at most once."""
+    f = md.jit(lambda x: x * float(x.sum().item()))
+    x = md.asarray(np.arange(4, dtype=np.float32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [f(x).numpy() for _ in range(3)]
+    for out in outs:
+        np.testing.assert_allclose(out, np.arange(4) * 6.0)
+    found = _jit_warnings(caught)
+    assert len(found) <= 1
+    if not _compiles(bk):
+        assert len(found) == 1 and "eagerly" in found[0]
+
+
+def test_jit_rejects_non_callable():
+    with pytest.raises(TypeError, match="Expected a function"):
+        md.jit(3)
+
+
+def test_hybridize_in_place(bk):
+    net = _mlp()
+    X, _ = _data()
+    want = net(X).numpy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert net.hybridize() is net
+        np.testing.assert_allclose(net(X).numpy(), want, rtol=RTOL, atol=ATOL)
+        X2, _ = _data(n=3, seed=5)
+        net.hybridize(False)
+        eager2 = net(X2).numpy()
+        net.hybridize()
+        np.testing.assert_allclose(net(X2).numpy(), eager2, rtol=RTOL, atol=ATOL)
+    assert len(_jit_warnings(caught)) <= 2
+    assert "forward" not in net.hybridize(False).__dict__
+
+
+def test_synchronize():
+    x = md.ones((64, 64)) @ md.ones((64, 64))
+    assert md.synchronize() is None
+    assert md.synchronize(x.device) is None
+    assert float(x[0, 0]) == 64.0
+
+
+@pytest.mark.requires("autograd")
+def test_hybridized_forward_trains_like_eager():
+    """A compiled forward inside an eager training step: gradients flow through it."""
+    X, y = _data()
+
+    def train(hybridize: bool):
+        net = _mlp()
+        if hybridize:
+            net.hybridize()
+        opt = md.optim.SGD(net.parameters(), lr=0.1)
+        losses = []
+        for _ in range(3):
+            with md.autograd.record():
+                loss = ((net(X) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        return losses, _values(net)
+
+    eager = train(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)
+        compiled = train(True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=RTOL, atol=ATOL)
+    for k, v in eager[1].items():
+        np.testing.assert_allclose(compiled[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
