@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from multidev.contract import PythonOperatorOps
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 
@@ -290,3 +291,7 @@ class Ops(PythonOperatorOps):
     getitem = staticmethod(getitem)
     astype = staticmethod(_astype)
     copy = staticmethod(copy)
+
+
+for _name, _fn in CNN_OPS.items():
+    setattr(Ops, _name, staticmethod(_fn))

@@ -8,6 +8,7 @@ import torch
 
 from multidev.contract import PythonOperatorOps
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 
@@ -129,3 +130,7 @@ class Ops(PythonOperatorOps):
     # floor division and remainder through Python operators: PyTorch floors, as NumPy does
     floor_divide = staticmethod(operator.floordiv)
     remainder = staticmethod(operator.mod)
+
+
+for _name, _fn in CNN_OPS.items():
+    setattr(Ops, _name, staticmethod(_fn))

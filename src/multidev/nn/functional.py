@@ -17,11 +17,20 @@ from ..random import host_uniform
 from ..tensors import Tensor
 
 __all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
     "cross_entropy",
     "dropout",
+    "group_norm",
     "linear",
     "log_softmax",
+    "max_pool2d",
     "mse_loss",
+    "pad",
     "relu",
     "sigmoid",
     "softmax",
@@ -179,4 +188,15 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 
 # ---------------------------------------------------------------- losses
 
+from .functional_cnn import (  # noqa: E402
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    group_norm,
+    max_pool2d,
+    pad,
+)
 from .losses import cross_entropy, mse_loss  # noqa: E402
