@@ -14,6 +14,7 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import PythonOperatorOps
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import native
 from .indexing import getitem, like
 
@@ -329,3 +330,7 @@ class Ops(PythonOperatorOps):
     getitem = staticmethod(getitem)
     astype = staticmethod(_astype)
     copy = staticmethod(lambda x: x.copy())
+
+
+for _name, _fn in CNN_OPS.items():
+    setattr(Ops, _name, staticmethod(_fn))

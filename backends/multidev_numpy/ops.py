@@ -9,6 +9,8 @@ import numpy as np
 
 from multidev.contract import PythonOperatorOps
 
+from .cnn import OPS as CNN_OPS
+
 __all__ = ["Ops", "writable"]
 
 _asarray = np.asarray
@@ -127,3 +129,7 @@ class Ops(PythonOperatorOps):
     getitem = staticmethod(_arr(lambda x, key: x[key]))
     astype = staticmethod(lambda x, dt: x.astype(dt.numpy))
     copy = staticmethod(np.array)
+
+
+for _name, _fn in CNN_OPS.items():
+    setattr(Ops, _name, staticmethod(_fn))

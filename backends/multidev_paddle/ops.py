@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import PythonOperatorOps
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE, dtype_name, md_dtype
 
 __all__ = ["FLOATS", "Ops", "native_key"]
@@ -303,3 +304,7 @@ class Ops(PythonOperatorOps):
     astype = staticmethod(lambda x, dt: x.astype(NATIVE[dt]))
     copy = staticmethod(lambda x: x.clone())
     linear = staticmethod(_wide(_linear, "linear"))
+
+
+for _name, _fn in CNN_OPS.items():
+    setattr(Ops, _name, staticmethod(_fn))
