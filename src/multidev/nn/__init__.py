@@ -5,20 +5,35 @@ backend.
 """
 
 from . import functional, init
+from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LazyBatchNorm2d
 from .parameter import Parameter, UninitializedParameter
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, Identity, MaxPool2d
 
 __all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Block",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Flatten",
+    "GroupNorm",
+    "Identity",
     "IncompatibleKeys",
+    "LazyBatchNorm2d",
+    "LazyConv2d",
     "LazyLinear",
     "Linear",
     "MSELoss",
+    "MaxPool2d",
     "Module",
     "Parameter",
     "ReLU",
