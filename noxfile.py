@@ -15,6 +15,7 @@ import nox
 
 ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
+AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
     "numpy": "test",
     "torch": "torch,test",
@@ -235,3 +236,22 @@ def lint(session: nox.Session) -> None:
     session.install("-c", "constraints/tools.txt", "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(name="torch-checkpoints")
+def torch_checkpoints(session: nox.Session) -> None:
+    """A multidev CNN's state dict from every autograd backend loads into torch.nn with the
+    same outputs, and a torch state dict loads into multidev on every backend (DESIGN §11)."""
+    directory = str(SHARED / "torch-checkpoints")
+    steps = [("write", b) for b in AUTOGRAD] + [("check", "torch")]
+    steps += [("read", b) for b in AUTOGRAD]
+    for step, b in steps:
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.torch_interop",
+            step,
+            directory,
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
