@@ -60,6 +60,12 @@ def batch_norm(x, mean, var, w, b, eps):
     return F.batch_norm(x, mean, var, w, b, training=training, epsilon=eps)
 
 
+def group_norm(x, groups, w, b, eps):
+    if w is None:  # Paddle's gradient of the input is wrong without a weight (Paddle 3.3)
+        w = paddle.ones([x.shape[1]], x.dtype)
+    return F.group_norm(x, groups, eps, w, b)
+
+
 def pad(x, pads, mode, value):
     if mode == "constant":
         return F.pad(x, [v for p in pads for v in p], value=value)
@@ -86,6 +92,6 @@ OPS = {
     "avg_pool2d": avg_pool2d,
     "adaptive_avg_pool2d": lambda x, size: F.adaptive_avg_pool2d(x, list(size)),
     "batch_norm": batch_norm,
-    "group_norm": lambda x, g, w, b, eps: F.group_norm(x, g, eps, w, b),
+    "group_norm": group_norm,
     "pad": pad,
 }

@@ -142,8 +142,8 @@ def _replicate(x, pads):
     for axis, (lo, hi) in enumerate(pads):
         if lo or hi:
             size = x.shape[axis]
-            first = tf.gather(x, [0] * lo, axis=axis)
-            last = tf.gather(x, [size - 1] * hi, axis=axis)
+            first = tf.gather(x, tf.zeros((lo,), tf.int32), axis=axis)
+            last = tf.gather(x, tf.fill((hi,), size - 1), axis=axis)
             x = tf.concat([first, x, last], axis)
     return x
 

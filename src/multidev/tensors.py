@@ -33,6 +33,16 @@ class Tensor:
         self._dev = dev
         self._dtype = dtype
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A copy with its own storage, on the same backend (the adapter is not copied),
+        device and dtype."""
+        from .dispatch import on
+
+        bk = self._bk
+        out = Tensor(on(bk, self._dev, bk.ops.copy, self._native), bk, self._dev, self._dtype)
+        memo[id(self)] = out
+        return out
+
     # ---------------------------------------------------------------- properties
     @property
     def native(self) -> Any:

@@ -61,6 +61,12 @@ class Parameter(Tensor):
         self._pending = None
         self._set_variable(_on(t._bk, t._dev, t._bk.make_variable, t._native))
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """A new parameter (its own variable) with a copy of the values."""
+        out = Parameter(self.data, self.requires_grad)
+        memo[id(self)] = out
+        return out
+
     def _set_variable(self, var: Any) -> None:
         self._var = var
         self._native = self._bk.variable_tensor(var)
