@@ -255,3 +255,23 @@ def torch_checkpoints(session: nox.Session) -> None:
             env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
             external=True,
         )
+
+
+@nox.session(name="cnn-training")
+def cnn_training(session: nox.Session) -> None:
+    """The modern-CNN examples (LeNet … ResNet-18, DenseNet) give the same per-step losses on
+    every autograd backend, and ResNet-18's loss falls over 20 steps. Not in the default set:
+    several minutes per backend on two CPU cores."""
+    directory = SHARED / "cnn-training"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.testing.cnn_compare", "run",
+            "--out", str(directory / f"{b}.json"), *session.posargs,
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    files = [str(directory / f"{b}.json") for b in AUTOGRAD]
+    session.run(
+        str(_venv_python("torch")), "-m", "multidev.testing.cnn_compare", "check", *files,
+        external=True,
+    )  # fmt: skip
