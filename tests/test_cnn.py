@@ -308,3 +308,13 @@ def test_bad_inputs_raise_clear_errors():
         nn.BatchNorm1d(3)(md.asarray(_a(1, 3)))
     with pytest.raises(ValueError, match="4D input"):
         nn.BatchNorm2d(3)(md.asarray(_a(2, 3)))
+
+
+def test_deepcopy_gives_independent_parameters_on_the_same_backend():
+    net = _cnn()
+    clone = copy.deepcopy(net)
+    clone[0].weight.data[0, 0, 0, 0] = 42.0
+    assert net[0].weight.numpy()[0, 0, 0, 0] != 42.0
+    assert clone(md.asarray(_a(2, 2, 4, 4))).shape == (2, 3)
+    lazy = copy.deepcopy(nn.LazyConv2d(3, 1))
+    assert lazy(md.asarray(_a(1, 2, 3, 3))).shape == (1, 3, 3, 3)

@@ -63,6 +63,11 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo: dict) -> Parameter:
         """A new parameter (its own variable) with a copy of the values."""
+        if not self.initialized:
+            out = UninitializedParameter(self._dtype, self._dev, self.requires_grad)
+            out._pending = list(self._pending)
+            memo[id(self)] = out
+            return out
         out = Parameter(self.data, self.requires_grad)
         memo[id(self)] = out
         return out
