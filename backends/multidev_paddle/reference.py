@@ -79,6 +79,7 @@ OPS = native_table(
     _t,
     _np,
     {
+        "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "add": paddle.add,
         "subtract": paddle.subtract,
         "multiply": paddle.multiply,

@@ -33,6 +33,8 @@ SECTIONS = (
     "checkpoint",
     "autograd",
     "native_interop",
+    "conv",
+    "norm",
     "gpu",
 )
 
@@ -43,7 +45,7 @@ REFERENCE_KEYS = (
     *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
     *("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
     *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
-    *("where", "clip", "linear"),
+    *("where", "clip", "linear", "conv2d"),
     *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
     *("native_parameters", "native_sgd_step"),
 )
