@@ -23,6 +23,7 @@ import nox
 
 ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
+AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
     "numpy": "test",
     "torch": "torch,test",
@@ -57,6 +58,7 @@ nox.options.sessions = [
     "training",
     "resume",
     "training-sequence",
+    "torch-checkpoints",
     "lint",
 ]
 
@@ -440,3 +442,42 @@ for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
             "benchmarks/compile.py",
             env={"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
         )
+
+
+@nox.session(name="torch-checkpoints")
+def torch_checkpoints(session: nox.Session) -> None:
+    """A multidev CNN's state dict from every autograd backend loads into torch.nn with the
+    same outputs, and a torch state dict loads into multidev on every backend (DESIGN §11)."""
+    directory = str(SHARED / "torch-checkpoints")
+    steps = [("write", b) for b in AUTOGRAD] + [("check", "torch")]
+    steps += [("read", b) for b in AUTOGRAD]
+    for step, b in steps:
+        session.run(
+            str(_venv_python(b)),
+            "-m",
+            "multidev.testing.torch_interop",
+            step,
+            directory,
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
+
+
+@nox.session(name="cnn-training")
+def cnn_training(session: nox.Session) -> None:
+    """The modern-CNN examples (LeNet … ResNet-18, DenseNet) give the same per-step losses on
+    every autograd backend, and ResNet-18's loss falls over 20 steps. Not in the default set:
+    several minutes per backend on two CPU cores."""
+    directory = SHARED / "cnn-training"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.testing.cnn_compare", "run",
+            "--out", str(directory / f"{b}.json"), *session.posargs,
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    files = [str(directory / f"{b}.json") for b in AUTOGRAD]
+    session.run(
+        str(_venv_python("torch")), "-m", "multidev.testing.cnn_compare", "check", *files,
+        external=True,
+    )  # fmt: skip

@@ -14,6 +14,7 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import op_table
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import native
 from .indexing import getitem, like
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -290,6 +291,7 @@ def _astype(x, dt: _dt.DType):
 
 OPS = op_table(
     mnp,
+    **CNN_OPS,
     abs=_same_if_bool(mnp.abs),
     add=_add,
     argmax=_arg(mnp.argmax),

@@ -9,6 +9,7 @@ import numpy as np
 
 from multidev.contract import op_table
 
+from .cnn import OPS as CNN_OPS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS", "writable"]
@@ -96,6 +97,7 @@ _BINARY = {
 
 OPS = op_table(
     np,
+    **CNN_OPS,
     wrap=lambda fn, name: _arr(fn),
     **{name: _binary(fn) for name, fn in _BINARY.items()},
     matmul=_arr(np.matmul),

@@ -186,6 +186,12 @@ class Backend(Jit, Autograd, AdapterBase):
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
         key = native_key(key)
+        if x.ndim == 0 and (key is Ellipsis or (isinstance(key, tuple) and not key)):
+            # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7")
+            if not isinstance(value, paddle.Tensor):
+                value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
+            paddle.assign(value.reshape([]).astype(x.dtype), output=x)
+            return x
         if not x.stop_gradient and x.is_leaf:
             with paddle.no_grad():
                 x[key] = value

@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import op_table
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
 
@@ -247,6 +248,7 @@ def _linear(x, weight, bias):
 
 OPS = op_table(
     paddle,
+    **CNN_OPS,
     wrap=_wide,
     add=_wide(operator.add, "add"),
     subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),

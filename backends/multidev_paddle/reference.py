@@ -81,6 +81,7 @@ OPS = native_table(
     _t,
     _np,
     {
+        "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "sigmoid": F.sigmoid,
         "relu": F.relu,
         "softmax": lambda t, axis: F.softmax(_float(t), axis=axis),

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from multidev.contract import op_table
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -240,6 +241,7 @@ def copy(x):
 
 OPS = op_table(
     tf.math,
+    **CNN_OPS,
     add=_binary(tf.math.add, "add"),
     subtract=_binary(tf.math.subtract, "subtract"),
     multiply=_binary(tf.math.multiply, "multiply"),

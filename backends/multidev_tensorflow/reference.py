@@ -80,6 +80,19 @@ OPS = native_table(
     lambda a: tf.constant(np.asarray(a)),
     _np,
     {
+        "conv2d": lambda x, w, b, s, p, d, g: tf.transpose(
+            tf.nn.bias_add(
+                tf.nn.conv2d(
+                    tf.transpose(x, (0, 2, 3, 1)),
+                    tf.transpose(w, (2, 3, 1, 0)),
+                    (1, *s, 1),
+                    [[0, 0], [p[0], p[0]], [p[1], p[1]], [0, 0]],
+                    dilations=(1, *d, 1),
+                ),
+                b,
+            ),
+            (0, 3, 1, 2),
+        ),
         "divide": tf.math.truediv,
         "matmul": tf.experimental.numpy.matmul,
         "sigmoid": tf.math.sigmoid,

@@ -6,6 +6,7 @@ import torch
 
 from multidev.contract import op_table
 
+from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -90,6 +91,7 @@ def _clip(x, lo, hi):
 
 OPS = op_table(
     torch,
+    **CNN_OPS,
     matmul=_matmul,
     abs=_abs,
     relu=_relu,

@@ -80,6 +80,7 @@ OPS = native_table(
         "where": torch.where,
         "clip": torch.clamp,
         "linear": F.linear,
+        "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
         "grad_linear": lambda x, w, b, gy: _grads(F.linear, (x, w, b), gy),
         "grad_relu": lambda x, gy: _grads(torch.relu, (x,), gy)[0],

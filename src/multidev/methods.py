@@ -46,7 +46,9 @@ def _deepcopy(self: Tensor, memo: dict[int, Any]) -> Tensor:
     (nothing framework-specific is pickled)."""
     bk = self._bk
     native = dispatch.on(bk, self._dev, bk.ops.copy, self._native)
-    return Tensor(native, bk, self._dev, self._dtype)
+    out = Tensor(native, bk, self._dev, self._dtype)
+    memo[id(self)] = out
+    return out
 
 
 def install() -> None:

@@ -5,10 +5,13 @@ backend.
 """
 
 from . import functional, init, utils
+from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LazyBatchNorm2d
 from .parameter import Parameter, UninitializedParameter
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, Identity, MaxPool2d
 from .sequence_layers import (
     GELU,
     GRU,
@@ -28,16 +31,28 @@ __all__ = [
     "GRU",
     "LSTM",
     "RNN",
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Block",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
     "Flatten",
+    "GroupNorm",
+    "Identity",
     "IncompatibleKeys",
     "LayerNorm",
+    "LazyBatchNorm2d",
+    "LazyConv2d",
     "LazyLinear",
     "Linear",
     "MSELoss",
+    "MaxPool2d",
     "Module",
     "MultiheadAttention",
     "NonDynamicallyQuantizableLinear",

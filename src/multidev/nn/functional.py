@@ -15,15 +15,24 @@ from ..random import dropout_mask
 from ..tensors import Tensor
 
 __all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
     "cross_entropy",
     "dropout",
     "embedding",
     "gelu",
+    "group_norm",
     "layer_norm",
     "linear",
     "log_softmax",
+    "max_pool2d",
     "mse_loss",
     "one_hot",
+    "pad",
     "relu",
     "scaled_dot_product_attention",
     "sigmoid",
@@ -181,6 +190,17 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 
 # ---------------------------------------------------------------- losses
 
+from .functional_cnn import (  # noqa: E402
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    group_norm,
+    max_pool2d,
+    pad,
+)
 from .losses import cross_entropy, mse_loss  # noqa: E402
 from .sequence_functional import (  # noqa: E402
     embedding,

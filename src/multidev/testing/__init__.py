@@ -37,6 +37,8 @@ SECTIONS = (
     "recurrent",
     "attention",
     "jit",
+    "conv",
+    "norm",
     "gpu",
 )
 
@@ -47,7 +49,7 @@ REFERENCE_KEYS = (
     *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
     *("exp", "log", "log1p", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
     *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
-    *("where", "clip", "linear"),
+    *("where", "clip", "linear", "conv2d"),
     *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
     *("native_parameters", "native_sgd_step"),
     *("rnn_layer", "attention", "layer_norm", "gelu", "embedding"),

@@ -1,0 +1,97 @@
+"""Paddle lowerings of the convolution, pooling, normalisation and padding ops (arguments
+already checked and made explicit by ``multidev.nn.functional_cnn``)."""
+
+from __future__ import annotations
+
+import math
+
+import paddle
+import paddle.nn.functional as F
+
+__all__ = ["OPS"]
+
+_FORMATS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
+
+
+def _flat(pads) -> list[int]:
+    """(top, bottom), (left, right) as Paddle's [top, bottom, left, right]."""
+    return [v for p in pads for v in p]
+
+
+def _pool_padded(x, pads, fill):
+    """x with pads applied beforehand when they are not symmetric, and the padding left."""
+    if all(lo == hi for lo, hi in pads):
+        return x, [lo for lo, _ in pads]
+    return F.pad(x, [0, 0, 0, 0, *_flat(pads)], value=fill), 0
+
+
+def conv2d(x, w, b, stride, pads, dilation, groups):
+    return F.conv2d(x, w, b, list(stride), _flat(pads), list(dilation), groups)
+
+
+def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation, groups):
+    return F.conv2d_transpose(
+        x,
+        w,
+        b,
+        list(stride),
+        list(padding),
+        list(output_padding),
+        dilation=list(dilation),
+        groups=groups,
+    )
+
+
+def max_pool2d(x, kernel, stride, pads):
+    x, padding = _pool_padded(x, pads, -math.inf)
+    return F.max_pool2d(x, list(kernel), list(stride), padding)
+
+
+def avg_pool2d(x, kernel, stride, pads):
+    x, padding = _pool_padded(x, pads, 0.0)
+    return F.avg_pool2d(x, list(kernel), list(stride), padding, exclusive=False)
+
+
+def batch_norm(x, mean, var, w, b, eps):
+    training = mean is None
+    if training:  # Paddle updates the running statistics it is given: give it scratch ones
+        c = x.shape[1]
+        mean, var = paddle.zeros([c], x.dtype), paddle.ones([c], x.dtype)
+    return F.batch_norm(x, mean, var, w, b, training=training, epsilon=eps)
+
+
+def group_norm(x, groups, w, b, eps):
+    if w is None:  # Paddle's gradient of the input is wrong without a weight (Paddle 3.3)
+        w = paddle.ones([x.shape[1]], x.dtype)
+    return F.group_norm(x, groups, eps, w, b)
+
+
+def pad(x, pads, mode, value):
+    if mode == "constant":
+        return F.pad(x, [v for p in pads for v in p], value=value)
+    nonzero = [i for i, p in enumerate(pads) if p != (0, 0)]
+    if not nonzero:
+        return x.clone()
+    first = max(nonzero[0], 1)
+    shape = list(x.shape)
+    lead = shape[: first - 1]
+    spatial = [v for p in reversed(pads[first:]) for v in p]
+    y = F.pad(
+        x.reshape([math.prod(lead), shape[first - 1], *shape[first:]]),
+        spatial,
+        mode,
+        data_format=_FORMATS[len(shape) - first],
+    )
+    return y.reshape([*lead, *y.shape[1:]])
+
+
+OPS = {
+    "conv2d": conv2d,
+    "conv_transpose2d": conv_transpose2d,
+    "max_pool2d": max_pool2d,
+    "avg_pool2d": avg_pool2d,
+    "adaptive_avg_pool2d": lambda x, size: F.adaptive_avg_pool2d(x, list(size)),
+    "batch_norm": batch_norm,
+    "group_norm": group_norm,
+    "pad": pad,
+}

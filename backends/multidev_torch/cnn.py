@@ -1,0 +1,79 @@
+"""PyTorch lowerings of the convolution, pooling, normalisation and padding ops (arguments
+already checked and made explicit by ``multidev.nn.functional_cnn``)."""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+
+__all__ = ["OPS"]
+
+
+def _flat(pads) -> tuple[int, ...]:
+    """Per-dimension (before, after) pairs, first dimension first, as F.pad's flat list."""
+    out: list[int] = []
+    for lo, hi in reversed(pads):
+        out += [lo, hi]
+    return tuple(out)
+
+
+def _symmetric(pads) -> tuple[int, ...] | None:
+    return tuple(lo for lo, _ in pads) if all(lo == hi for lo, hi in pads) else None
+
+
+def conv2d(x, w, b, stride, pads, dilation, groups):
+    sym = _symmetric(pads)
+    if sym is None:
+        x, sym = F.pad(x, _flat(pads)), 0
+    return F.conv2d(x, w, b, stride, sym, dilation, groups)
+
+
+def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation, groups):
+    return F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool2d(x, kernel, stride, pads):
+    sym = _symmetric(pads)
+    if sym is None:
+        x, sym = F.pad(x, _flat(pads), value=float("-inf")), 0
+    return F.max_pool2d(x, kernel, stride, sym)
+
+
+def avg_pool2d(x, kernel, stride, pads):
+    sym = _symmetric(pads)
+    if sym is None:
+        x, sym = F.pad(x, _flat(pads)), 0
+    return F.avg_pool2d(x, kernel, stride, sym, count_include_pad=True)
+
+
+def batch_norm(x, mean, var, w, b, eps):
+    return F.batch_norm(x, mean, var, w, b, mean is None, 0.0, eps)
+
+
+def pad(x, pads, mode, value):
+    if mode == "constant":
+        return F.pad(x, _flat(pads), value=value)
+    # reflect/replicate kernels take (N, C, *spatial) with 1 to 3 spatial dimensions
+    nonzero = [i for i, p in enumerate(pads) if p != (0, 0)]
+    if not nonzero:
+        return x.clone()
+    first = max(nonzero[0], 1)
+    shape = tuple(x.shape)
+    lead = shape[: first - 1]
+    y = F.pad(
+        x.reshape(math.prod(lead), shape[first - 1], *shape[first:]), _flat(pads[first:]), mode
+    )
+    return y.reshape(*lead, *y.shape[1:])
+
+
+OPS = {
+    "conv2d": conv2d,
+    "conv_transpose2d": conv_transpose2d,
+    "max_pool2d": max_pool2d,
+    "avg_pool2d": avg_pool2d,
+    "adaptive_avg_pool2d": F.adaptive_avg_pool2d,
+    "batch_norm": batch_norm,
+    "group_norm": lambda x, g, w, b, eps: F.group_norm(x, g, w, b, eps),
+    "pad": pad,
+}
