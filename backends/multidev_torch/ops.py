@@ -8,6 +8,7 @@ import torch
 
 from multidev.contract import PythonOperatorOps
 
+from .array_api import ArrayApiOps
 from .dtypes import NATIVE
 from .indexing import getitem
 
@@ -89,7 +90,7 @@ def _clip(x, lo, hi):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
-class Ops(PythonOperatorOps):
+class Ops(ArrayApiOps, PythonOperatorOps):
     matmul = staticmethod(_matmul)
     maximum = staticmethod(torch.maximum)
     minimum = staticmethod(torch.minimum)

@@ -6,6 +6,8 @@ Importing multidev imports no framework; the first use of the backend does.
 
 from . import autograd, nn, optim
 from . import methods as methods  # attaches the operators and methods of Tensor
+from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
+from .array_api import __all__ as _array_api_all
 from .autograd import no_grad
 from .checkpoint import load, save
 from .creation import (
@@ -190,3 +192,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += _array_api_all
