@@ -14,6 +14,7 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import PythonOperatorOps
 
+from .array_api import ArrayApiOps
 from .dtypes import native
 from .indexing import getitem, like
 
@@ -287,7 +288,7 @@ def _astype(x, dt: _dt.DType):
     return x.astype(native(dt))
 
 
-class Ops(PythonOperatorOps):
+class Ops(ArrayApiOps, PythonOperatorOps):
     add = staticmethod(_add)
     multiply = staticmethod(_multiply)
     pow = staticmethod(_pow)

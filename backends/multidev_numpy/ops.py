@@ -9,6 +9,8 @@ import numpy as np
 
 from multidev.contract import PythonOperatorOps
 
+from .array_api import ArrayApiOps
+
 __all__ = ["Ops", "writable"]
 
 _asarray = np.asarray
@@ -78,7 +80,7 @@ def writable(x: np.ndarray) -> np.ndarray:
     return x
 
 
-class Ops(PythonOperatorOps):
+class Ops(ArrayApiOps, PythonOperatorOps):
     add = staticmethod(_binary(np.add))
     subtract = staticmethod(_binary(np.subtract))
     multiply = staticmethod(_binary(np.multiply))

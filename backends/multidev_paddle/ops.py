@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import PythonOperatorOps
 
+from .array_api import ArrayApiOps
 from .dtypes import NATIVE, dtype_name, md_dtype
 
 __all__ = ["FLOATS", "Ops", "native_key"]
@@ -244,7 +245,7 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
-class Ops(PythonOperatorOps):
+class Ops(ArrayApiOps, PythonOperatorOps):
     add = staticmethod(_wide(operator.add, "add"))
     subtract = staticmethod(_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER))
     multiply = staticmethod(_wide(operator.mul, "multiply"))

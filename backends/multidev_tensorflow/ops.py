@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from multidev.contract import PythonOperatorOps
 
+from .array_api import ArrayApiOps
 from .dtypes import NATIVE
 from .indexing import getitem
 
@@ -237,7 +238,7 @@ def copy(x):
     return tf.identity(x)
 
 
-class Ops(PythonOperatorOps):
+class Ops(ArrayApiOps, PythonOperatorOps):
     """Native TensorFlow operations; every entry takes and returns eager tensors."""
 
     add = staticmethod(_binary(tf.math.add, "add"))
