@@ -48,7 +48,9 @@ def _left_shift(x, y):
 
 
 def _right_shift(x, y):
-    return x // mnp.power(mnp.full_like(x, 2), y).astype(x.dtype)
+    from .ops import Ops  # the op table's floor division (MXNet has no integer //)
+
+    return Ops.floor_divide(x, mnp.power(mnp.full_like(x, 2), y).astype(x.dtype))
 
 
 def _sign(x):

@@ -779,7 +779,12 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
             f"Expected an object with __dlpack__ (a tensor or array). Received: {type(x).__name__}"
         )
     bk = registry.current()
-    native = bk.ops.from_dlpack(x)
+    if isinstance(x, Tensor) and x._bk is bk:
+        native = x._native  # the same framework: share the tensor itself
+    elif bk.tensor_types and isinstance(x, bk.tensor_types):
+        native = x
+    else:
+        native = bk.ops.from_dlpack(x)
     t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
     return t if device is None else t.to(device, copy=builtins.bool(copy))
 
