@@ -8,7 +8,7 @@ import math
 import mxnet as mx
 from mxnet import np as mnp
 
-__all__ = ["ArrayApiOps"]
+__all__ = ["LOWERINGS"]
 
 
 def _truth(fn):
@@ -48,9 +48,9 @@ def _left_shift(x, y):
 
 
 def _right_shift(x, y):
-    from .ops import Ops  # the op table's floor division (MXNet has no integer //)
+    from .ops import OPS  # the op table's floor division (MXNet has no integer //)
 
-    return Ops.floor_divide(x, mnp.power(mnp.full_like(x, 2), y).astype(x.dtype))
+    return OPS.floor_divide(x, mnp.power(mnp.full_like(x, 2), y).astype(x.dtype))
 
 
 def _sign(x):
@@ -74,7 +74,6 @@ class ArrayApiOps:
     sinh = staticmethod(mnp.sinh)
     tan = staticmethod(mnp.tan)
     expm1 = staticmethod(mnp.expm1)
-    log1p = staticmethod(mnp.log1p)
     log2 = staticmethod(mnp.log2)
     log10 = staticmethod(mnp.log10)
     ceil = staticmethod(mnp.ceil)
@@ -114,3 +113,7 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: x - mnp.tril(x, k - 1))
     to_dlpack = staticmethod(lambda x: x.to_dlpack_for_read())
     from_dlpack = staticmethod(_from_dlpack)
+
+
+#: op name -> native function, for the adapter's op_table
+LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}

@@ -54,9 +54,6 @@ class NativeBlock(NativeBlockMixin, gluon.Block):
         )
         return ret
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._md_call(*args, **kwargs)
-
 
 def _data(var):
     return var.data(var.list_ctx()[0])

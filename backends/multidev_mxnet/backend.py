@@ -32,14 +32,13 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import AdapterBase
+from multidev.contract import AdapterBase, env_count
 from multidev.device import Device
 
-from . import FRAMEWORK
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
-from .ops import FLOATS, Ops
+from .ops import FLOATS, OPS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 
@@ -99,20 +98,6 @@ def _count_gpus() -> int:
     return visible_gpu_count(physical, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
-def _cpu_device_count() -> int:
-    raw = os.environ.get(CPU_DEVICES_ENV, "2").strip()
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(
-            f"Expected {CPU_DEVICES_ENV} to be a positive integer (the number of MXNet CPU "
-            f"contexts multidev offers). Received: {raw!r}. Unset it for the default, 2."
-        )
-    return n
-
-
 def _activate_numpy_semantics() -> None:
     npx.set_np()
     # MXSetIsNumpyShape: 1 turns NumPy shapes on for this thread, 2 for every thread
@@ -123,57 +108,44 @@ class Backend(Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
     name = "mxnet"
-    framework = FRAMEWORK
     capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64"})
     tensor_types = (mnp.ndarray,)
     dtypes = NATIVE
     dtype_alternatives = ALTERNATIVES
-    ops = Ops()
-    reference = "multidev_mxnet.reference"
+    ops = OPS
     convert_hint = "Convert it first, e.g. with x.astype('float32')."
     move_hint = "Move it first, e.g. with x.copyto(mx.cpu())."
 
     def __init__(self) -> None:
         super().__init__()
         _activate_numpy_semantics()
-        self._num_cpus = _cpu_device_count()
-        self._num_gpus: int | None = None
-        self._to_ctx: dict[Device, mx.Context] = {}
-        for i in range(self._num_cpus):
+        self.cpu_count = env_count(CPU_DEVICES_ENV, 2, "MXNet CPU contexts multidev offers")
+        for i in range(self.cpu_count):
             self._remember(Device("cpu", i), mx.cpu(i))
 
     def _remember(self, dev: Device, ctx: mx.Context) -> None:
-        self._to_ctx[dev] = ctx
+        self._natives[dev] = ctx
         self._places[ctx] = dev
 
     def version(self) -> str:
         return str(mx.__version__)
 
     # devices ---------------------------------------------------------------
-    def num_gpus(self) -> int:
-        """CUDA GPUs MXNet can use (counted once, through NVML where it is available)."""
-        if self._num_gpus is None:
-            self._num_gpus = _count_gpus()
-            for i in range(self._num_gpus):
-                self._remember(Device("gpu", i), mx.gpu(i))
-        return self._num_gpus
-
-    def list_devices(self) -> list[Device]:
-        cpus = [Device("cpu", i) for i in range(self._num_cpus)]
-        return cpus + [Device("gpu", i) for i in range(self.num_gpus())]
+    def count_gpus(self) -> int:
+        """CUDA GPUs MXNet can use (through NVML where it is available)."""
+        n = _count_gpus()
+        for i in range(n):
+            self._remember(Device("gpu", i), mx.gpu(i))
+        return n
 
     def default_device(self) -> Device:
         """MXNet's current context (``with mx.cpu(1):``) when it is one of ours, else cpu:0."""
         dev = self._places.get(mx.context.current_context())
         return dev if dev is not None and dev in self.device_set() else _CPU
 
-    def native_device(self, dev: Device) -> mx.Context:
-        try:
-            return self._to_ctx[dev]
-        except KeyError:
-            pass
+    def make_native_device(self, dev: Device) -> mx.Context:
         ctx = mx.Context(dev.type, dev.index)
-        self._remember(dev, ctx)
+        self._places[ctx] = dev
         return ctx
 
     def parse_native_device(self, obj: Any) -> Device | None:

@@ -12,13 +12,13 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import PythonOperatorOps
+from multidev.contract import op_table
 
-from .array_api import ArrayApiOps
+from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import native
 from .indexing import getitem, like
 
-__all__ = ["FLOATS", "Ops"]
+__all__ = ["FLOATS", "OPS"]
 
 _BOOL = np.dtype(np.bool_)
 _UINT8 = np.dtype(np.uint8)
@@ -288,45 +288,40 @@ def _astype(x, dt: _dt.DType):
     return x.astype(native(dt))
 
 
-class Ops(ArrayApiOps, PythonOperatorOps):
-    add = staticmethod(_add)
-    multiply = staticmethod(_multiply)
-    pow = staticmethod(_pow)
-    floor_divide = staticmethod(_floor_divide)
-    remainder = staticmethod(_remainder)
-    matmul = staticmethod(_matmul)
-    linear = staticmethod(_linear)
-    maximum = staticmethod(_maximum)
-    minimum = staticmethod(_minimum)
-    logical_and = staticmethod(_logical_and)
-    logical_or = staticmethod(_logical_or)
-    negative = staticmethod(_negative)
-    abs = staticmethod(_same_if_bool(mnp.abs))
-    exp = staticmethod(mnp.exp)
-    log = staticmethod(mnp.log)
-    sqrt = staticmethod(mnp.sqrt)
-    sin = staticmethod(mnp.sin)
-    cos = staticmethod(mnp.cos)
-    tanh = staticmethod(mnp.tanh)
-    sigmoid = staticmethod(npx.sigmoid)
-    relu = staticmethod(_same_if_bool(npx.relu))
-    floor = staticmethod(_same_if_bool(mnp.floor))
-    logical_not = staticmethod(mnp.logical_not)
-    sum = staticmethod(_reduction(mnp.sum, 0))
-    mean = staticmethod(_reduction(mnp.mean, np.nan))
-    max = staticmethod(_reduction(mnp.max, None))
-    min = staticmethod(_reduction(mnp.min, None))
-    prod = staticmethod(_reduction(mnp.prod, 1))
-    argmax = staticmethod(_arg(mnp.argmax))
-    argmin = staticmethod(_arg(mnp.argmin))
-    reshape = staticmethod(mnp.reshape)
-    permute_dims = staticmethod(_through_uint8(mnp.transpose))
-    concat = staticmethod(lambda xs, axis: mnp.concatenate(xs, axis=axis))
-    stack = staticmethod(lambda xs, axis: mnp.stack(xs, axis=axis))
-    where = staticmethod(_where)
-    clip = staticmethod(_clip)
-    softmax = staticmethod(_softmax)
-    log_softmax = staticmethod(_log_softmax)
-    getitem = staticmethod(getitem)
-    astype = staticmethod(_astype)
-    copy = staticmethod(lambda x: x.copy())
+OPS = op_table(
+    mnp,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    abs=_same_if_bool(mnp.abs),
+    add=_add,
+    argmax=_arg(mnp.argmax),
+    argmin=_arg(mnp.argmin),
+    astype=_astype,
+    clip=_clip,
+    concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
+    copy=lambda x: x.copy(),
+    floor=_same_if_bool(mnp.floor),
+    floor_divide=_floor_divide,
+    getitem=getitem,
+    linear=_linear,
+    log_softmax=_log_softmax,
+    logical_and=_logical_and,
+    logical_or=_logical_or,
+    matmul=_matmul,
+    max=_reduction(mnp.max, None),
+    maximum=_maximum,
+    mean=_reduction(mnp.mean, np.nan),
+    min=_reduction(mnp.min, None),
+    minimum=_minimum,
+    multiply=_multiply,
+    negative=_negative,
+    permute_dims=_through_uint8(mnp.transpose),
+    pow=_pow,
+    prod=_reduction(mnp.prod, 1),
+    relu=_same_if_bool(npx.relu),
+    remainder=_remainder,
+    sigmoid=npx.sigmoid,
+    softmax=_softmax,
+    stack=lambda xs, axis: mnp.stack(xs, axis=axis),
+    sum=_reduction(mnp.sum, 0),
+    where=_where,
+)

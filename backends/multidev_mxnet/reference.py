@@ -70,17 +70,6 @@ _TABLE = native_table(
     _mx,
     lambda x: x.asnumpy(),
     {
-        "add": mnp.add,
-        "subtract": mnp.subtract,
-        "multiply": mnp.multiply,
-        "divide": mnp.divide,
-        "maximum": mnp.maximum,
-        "matmul": mnp.matmul,
-        "exp": mnp.exp,
-        "log": mnp.log,
-        "sqrt": mnp.sqrt,
-        "abs": mnp.abs,
-        "tanh": mnp.tanh,
         "sigmoid": npx.sigmoid,
         "relu": npx.relu,
         "softmax": lambda x, axis: npx.softmax(x, axis=axis),
@@ -108,6 +97,7 @@ _TABLE = native_table(
         "native_parameters": lambda module: list(module.collect_params().values()),
         "native_sgd_step": _native_sgd_step,
     },
+    mnp,
 )
 
 #: name -> the op computed by MXNet on NumPy arrays, returning a NumPy array

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ArrayApiOps"]
+__all__ = ["LOWERINGS"]
 
 
 def _arr(fn):
@@ -49,7 +49,6 @@ class ArrayApiOps:
     sinh = _arr(_quiet(np.sinh))
     tan = _arr(np.tan)
     expm1 = _arr(_quiet(np.expm1))
-    log1p = _arr(_quiet(np.log1p))
     log2 = _arr(_quiet(np.log2))
     log10 = _arr(_quiet(np.log10))
     ceil = _arr(np.ceil)
@@ -87,3 +86,7 @@ class ArrayApiOps:
     triu = _arr(lambda x, k: np.triu(x, k))
     to_dlpack = staticmethod(lambda x: x.__dlpack__())
     from_dlpack = _arr(np.from_dlpack)
+
+
+#: op name -> native function, for the adapter's op_table
+LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}

@@ -12,7 +12,7 @@ from multidev.dtypes import DType, from_numpy_dtype
 
 from . import FRAMEWORK
 from .dtypes import NATIVE
-from .ops import Ops, writable
+from .ops import OPS, writable
 
 __all__ = ["Backend"]
 
@@ -26,8 +26,9 @@ class Backend(AdapterBase):
     framework: ClassVar[Framework] = FRAMEWORK
     capabilities = frozenset({"bfloat16", "float16", "float64"})
     tensor_types = (np.ndarray,)
+    reference = None  # the NumPy backend is the reference itself
     dtypes = NATIVE
-    ops = Ops()
+    ops = OPS
 
     def version(self) -> str:
         return np.__version__

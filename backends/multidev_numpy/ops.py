@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from multidev.contract import PythonOperatorOps
+from multidev.contract import op_table
 
-from .array_api import ArrayApiOps
+from .array_api import LOWERINGS as ARRAY_API
 
-__all__ = ["Ops", "writable"]
+__all__ = ["OPS", "writable"]
 
 _asarray = np.asarray
 
@@ -80,52 +80,44 @@ def writable(x: np.ndarray) -> np.ndarray:
     return x
 
 
-class Ops(ArrayApiOps, PythonOperatorOps):
-    add = staticmethod(_binary(np.add))
-    subtract = staticmethod(_binary(np.subtract))
-    multiply = staticmethod(_binary(np.multiply))
-    divide = staticmethod(_binary(np.true_divide))
-    floor_divide = staticmethod(_binary(np.floor_divide))
-    remainder = staticmethod(_binary(np.remainder))
-    pow = staticmethod(_binary(np.power))
-    matmul = staticmethod(_arr(np.matmul))
-    maximum = staticmethod(_binary(np.maximum))
-    minimum = staticmethod(_binary(np.minimum))
-    equal = staticmethod(_binary(np.equal))
-    not_equal = staticmethod(_binary(np.not_equal))
-    less = staticmethod(_binary(np.less))
-    less_equal = staticmethod(_binary(np.less_equal))
-    greater = staticmethod(_binary(np.greater))
-    greater_equal = staticmethod(_binary(np.greater_equal))
-    logical_and = staticmethod(_binary(np.logical_and))
-    logical_or = staticmethod(_binary(np.logical_or))
-    negative = staticmethod(_arr(np.negative))
-    abs = staticmethod(_arr(np.abs))
-    exp = staticmethod(_arr(np.exp))
-    log = staticmethod(_arr(np.log))
-    sqrt = staticmethod(_arr(np.sqrt))
-    sin = staticmethod(_arr(np.sin))
-    cos = staticmethod(_arr(np.cos))
-    tanh = staticmethod(_arr(np.tanh))
-    floor = staticmethod(_arr(np.floor))
-    logical_not = staticmethod(_arr(np.logical_not))
-    sigmoid = staticmethod(_arr(_sigmoid))
-    relu = staticmethod(_arr(lambda x: np.maximum(x, x.dtype.type(0))))
-    sum = staticmethod(_reduce(np.sum))
-    mean = staticmethod(_reduce(np.mean))
-    max = staticmethod(_reduce(np.max))
-    min = staticmethod(_reduce(np.min))
-    prod = staticmethod(_reduce(np.prod))
-    argmax = staticmethod(_arg(np.argmax))
-    argmin = staticmethod(_arg(np.argmin))
-    reshape = staticmethod(_arr(np.reshape))
-    permute_dims = staticmethod(_arr(np.transpose))
-    concat = staticmethod(_arr(lambda xs, axis: np.concatenate(xs, axis=axis)))
-    stack = staticmethod(_arr(lambda xs, axis: np.stack(xs, axis=axis)))
-    where = staticmethod(_arr(np.where))
-    clip = staticmethod(_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)))
-    softmax = staticmethod(_arr(_softmax))
-    log_softmax = staticmethod(_arr(_log_softmax))
-    getitem = staticmethod(_arr(lambda x, key: x[key]))
-    astype = staticmethod(lambda x, dt: x.astype(dt.numpy))
-    copy = staticmethod(np.array)
+#: the binary ops: NumPy's function of the same name, but for divide and pow
+_BINARY = {
+    "divide": np.true_divide,
+    "pow": np.power,
+    **{
+        name: getattr(np, name)
+        for name in (
+            *("add", "subtract", "multiply", "floor_divide", "remainder", "maximum", "minimum"),
+            *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
+            *("logical_and", "logical_or"),
+        )
+    },
+}
+
+OPS = op_table(
+    np,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    wrap=lambda fn, name: _arr(fn),
+    **{name: _binary(fn) for name, fn in _BINARY.items()},
+    matmul=_arr(np.matmul),
+    negative=_arr(np.negative),
+    abs=_arr(np.abs),
+    sigmoid=_arr(_sigmoid),
+    relu=_arr(lambda x: np.maximum(x, x.dtype.type(0))),
+    sum=_reduce(np.sum),
+    mean=_reduce(np.mean),
+    max=_reduce(np.max),
+    min=_reduce(np.min),
+    prod=_reduce(np.prod),
+    argmax=_arg(np.argmax),
+    argmin=_arg(np.argmin),
+    permute_dims=_arr(np.transpose),
+    concat=_arr(lambda xs, axis: np.concatenate(xs, axis=axis)),
+    stack=_arr(lambda xs, axis: np.stack(xs, axis=axis)),
+    clip=_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)),
+    softmax=_arr(_softmax),
+    log_softmax=_arr(_log_softmax),
+    getitem=_arr(lambda x, key: x[key]),
+    astype=lambda x, dt: x.astype(dt.numpy),
+    copy=np.array,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import paddle
 from paddle.utils import dlpack as _dlpack
 
-__all__ = ["ArrayApiOps"]
+__all__ = ["LOWERINGS"]
 
 
 def _truth(fn):
@@ -59,7 +59,6 @@ class ArrayApiOps:
     sinh = staticmethod(paddle.sinh)
     tan = staticmethod(paddle.tan)
     expm1 = staticmethod(paddle.expm1)
-    log1p = staticmethod(paddle.log1p)
     log2 = staticmethod(paddle.log2)
     log10 = staticmethod(paddle.log10)
     ceil = staticmethod(paddle.ceil)
@@ -97,3 +96,7 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: paddle.triu(x, k))
     to_dlpack = staticmethod(_dlpack.to_dlpack)
     from_dlpack = staticmethod(_dlpack.from_dlpack)
+
+
+#: op name -> native function, for the adapter's op_table
+LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}

@@ -8,11 +8,11 @@ and ``backward`` is the loss's own ``backward``: gradients accumulate in each pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import paddle
 
+from multidev.contract import EagerAutograd
 from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock"]
@@ -23,18 +23,11 @@ class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
     ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
+    _md_register = ("add_parameter", "add_sublayer")
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
         self._md_mirror(block, memo)
-
-    def _md_add_parameter(self, name: str, var: Any) -> None:
-        self.add_parameter(name, var)
-
-    def _md_add_child(self, name: str, sub: Any) -> None:
-        self.add_sublayer(name, sub)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._md_call(*args, **kwargs)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)
@@ -47,26 +40,14 @@ class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
         return self
 
 
-class Autograd:
+class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on Paddle."""
 
-    def record(self):
-        return paddle.enable_grad()
-
-    def no_grad(self, recordings: Sequence[Any]):
-        return paddle.no_grad()
+    grad_modes = (paddle.enable_grad, paddle.no_grad)
+    native_block = NativeBlock
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if loss.stop_gradient:
             return False
         loss.backward(grad_tensor=gradient, retain_graph=retain_graph)
         return True
-
-    def grad(self, var):
-        return var.grad
-
-    def set_grad(self, var, value) -> None:
-        var.grad = value
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

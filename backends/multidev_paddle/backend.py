@@ -29,12 +29,10 @@ from paddle.utils import dlpack as _dlpack
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase
 from multidev.device import Device
-from multidev.errors import DeviceError
 
-from . import FRAMEWORK
 from .autograd import Autograd
 from .dtypes import NATIVE, dtype_name, md_dtype
-from .ops import FLOATS, Ops, native_key
+from .ops import FLOATS, OPS, native_key
 
 __all__ = ["Backend"]
 
@@ -63,19 +61,16 @@ class Backend(Autograd, AdapterBase):
     """PaddlePaddle: CPU and CUDA places, bfloat16, DLPack."""
 
     name = "paddle"
-    framework = FRAMEWORK
     capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
-    ops = Ops()
-    reference = "multidev_paddle.reference"
+    ops = OPS
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
 
     def __init__(self) -> None:
         super().__init__()
-        self._num_gpus: int | None = None
-        self._to_place: dict[Device, Any] = {_CPU: paddle.CPUPlace()}
+        self._natives[_CPU] = paddle.CPUPlace()
         self._places[paddle.CPUPlace()] = _CPU
         self._by_name: dict[str, Device] = {}
 
@@ -83,13 +78,9 @@ class Backend(Autograd, AdapterBase):
         return str(paddle.__version__)
 
     # devices ---------------------------------------------------------------
-    def num_gpus(self) -> int:
-        """CUDA GPUs visible to Paddle (0 for a CPU build); counted once."""
-        if self._num_gpus is None:
-            self._num_gpus = (
-                paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
-            )
-        return self._num_gpus
+    def count_gpus(self) -> int:
+        """CUDA GPUs visible to Paddle (0 for a CPU build)."""
+        return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def default_device(self) -> Device:
         """What ``paddle.get_device()`` says (a CUDA build with a GPU says gpu:0), or the CPU
@@ -106,19 +97,10 @@ class Backend(Autograd, AdapterBase):
             self._by_name[name] = dev
         return dev
 
-    def native_device(self, dev: Device):
-        try:
-            return self._to_place[dev]
-        except KeyError:
-            pass
+    def make_native_device(self, dev: Device):
         if dev.type != "gpu" or dev.index >= self.num_gpus():
-            have = ", ".join(str(d) for d in self.devices())
-            raise DeviceError(
-                f"Expected one of the devices the paddle backend has ({have}). Received: {dev}. "
-                "Paddle has one CPU place; use md.try_gpu() to fall back to it."
-            )
-        place = self._to_place[dev] = paddle.CUDAPlace(dev.index)
-        return place
+            return super().make_native_device(dev)
+        return paddle.CUDAPlace(dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
         """A Paddle place (CPUPlace, CUDAPlace, CUDAPinnedPlace, Place) or its text

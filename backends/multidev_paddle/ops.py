@@ -17,12 +17,12 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import PythonOperatorOps
+from multidev.contract import op_table
 
-from .array_api import ArrayApiOps
+from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE, dtype_name, md_dtype
 
-__all__ = ["FLOATS", "Ops", "native_key"]
+__all__ = ["FLOATS", "OPS", "native_key"]
 
 _Tensor = paddle.Tensor
 _UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
@@ -245,62 +245,55 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
-class Ops(ArrayApiOps, PythonOperatorOps):
-    add = staticmethod(_wide(operator.add, "add"))
-    subtract = staticmethod(_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER))
-    multiply = staticmethod(_wide(operator.mul, "multiply"))
-    divide = staticmethod(_wide(operator.truediv, "divide"))
+OPS = op_table(
+    paddle,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    wrap=_wide,
+    add=_wide(operator.add, "add"),
+    subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
+    multiply=_wide(operator.mul, "multiply"),
+    divide=_wide(operator.truediv, "divide"),
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
-    floor_divide = staticmethod(
-        _wide(
-            _integer_division(_tensor_operands(operator.floordiv)),
-            "floor_divide",
-            wider=_NUMERIC_WIDER,
-        )
-    )
-    remainder = staticmethod(
-        _wide(_integer_division(operator.mod), "remainder", wider=_NUMERIC_WIDER)
-    )
-    pow = staticmethod(_wide(operator.pow, "pow", wider=_NUMERIC_WIDER))
-    matmul = staticmethod(_wide(paddle.matmul, "matmul"))
-    maximum = staticmethod(_wide(_maximum, "maximum"))
-    minimum = staticmethod(_wide(_minimum, "minimum"))
-    equal = staticmethod(_wide(operator.eq, "equal", back=False))
-    not_equal = staticmethod(_wide(operator.ne, "not_equal", back=False))
-    less = staticmethod(_wide(operator.lt, "less", back=False))
-    less_equal = staticmethod(_wide(operator.le, "less_equal", back=False))
-    greater = staticmethod(_wide(operator.gt, "greater", back=False))
-    greater_equal = staticmethod(_wide(operator.ge, "greater_equal", back=False))
-    logical_and = staticmethod(_tensor_operands(paddle.logical_and))
-    logical_or = staticmethod(_tensor_operands(paddle.logical_or))
-    negative = staticmethod(_wide(_negative, "negative"))
-    abs = staticmethod(_wide(paddle.abs, "abs"))
-    exp = staticmethod(_wide(paddle.exp, "exp"))
-    log = staticmethod(_wide(paddle.log, "log"))
-    sqrt = staticmethod(_wide(paddle.sqrt, "sqrt"))
-    sin = staticmethod(_wide(paddle.sin, "sin"))
-    cos = staticmethod(_wide(paddle.cos, "cos"))
-    tanh = staticmethod(_wide(paddle.tanh, "tanh"))
-    sigmoid = staticmethod(_wide(F.sigmoid, "sigmoid"))
-    relu = staticmethod(_wide(_relu, "relu"))
-    floor = staticmethod(_wide(paddle.floor, "floor"))
-    logical_not = staticmethod(paddle.logical_not)
-    sum = staticmethod(_wide(_reduction(paddle.sum), "sum"))
-    mean = staticmethod(_wide(_reduction(paddle.mean), "mean"))
-    max = staticmethod(_wide(_reduction(paddle.max), "max"))
-    min = staticmethod(_wide(_reduction(paddle.min), "min"))
-    prod = staticmethod(_wide(_reduction(paddle.prod), "prod"))
-    argmax = staticmethod(_wide(_arg(paddle.argmax), "argmax", back=False))
-    argmin = staticmethod(_wide(_arg(paddle.argmin), "argmin", back=False))
-    reshape = staticmethod(lambda x, shape: paddle.reshape(x, list(shape)))
-    permute_dims = staticmethod(lambda x, axes: paddle.transpose(x, list(axes)))
-    concat = staticmethod(lambda xs, axis: paddle.concat(xs, axis=axis))
-    stack = staticmethod(lambda xs, axis: paddle.stack(xs, axis=axis))
-    where = staticmethod(lambda cond, a, b: _where_values(a, b, cond))
-    clip = staticmethod(_wide(_clip, "clip"))
-    softmax = staticmethod(_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"))
-    log_softmax = staticmethod(_wide(_log_softmax, "log_softmax"))
-    getitem = staticmethod(_getitem)
-    astype = staticmethod(lambda x, dt: x.astype(NATIVE[dt]))
-    copy = staticmethod(lambda x: x.clone())
-    linear = staticmethod(_wide(_linear, "linear"))
+    floor_divide=_wide(
+        _integer_division(_tensor_operands(operator.floordiv)),
+        "floor_divide",
+        wider=_NUMERIC_WIDER,
+    ),
+    remainder=_wide(_integer_division(operator.mod), "remainder", wider=_NUMERIC_WIDER),
+    pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
+    matmul=_wide(paddle.matmul, "matmul"),
+    maximum=_wide(_maximum, "maximum"),
+    minimum=_wide(_minimum, "minimum"),
+    equal=_wide(operator.eq, "equal", back=False),
+    not_equal=_wide(operator.ne, "not_equal", back=False),
+    less=_wide(operator.lt, "less", back=False),
+    less_equal=_wide(operator.le, "less_equal", back=False),
+    greater=_wide(operator.gt, "greater", back=False),
+    greater_equal=_wide(operator.ge, "greater_equal", back=False),
+    logical_and=_tensor_operands(paddle.logical_and),
+    logical_or=_tensor_operands(paddle.logical_or),
+    negative=_wide(_negative, "negative"),
+    abs=_wide(paddle.abs, "abs"),
+    sigmoid=_wide(F.sigmoid, "sigmoid"),
+    relu=_wide(_relu, "relu"),
+    logical_not=paddle.logical_not,
+    sum=_wide(_reduction(paddle.sum), "sum"),
+    mean=_wide(_reduction(paddle.mean), "mean"),
+    max=_wide(_reduction(paddle.max), "max"),
+    min=_wide(_reduction(paddle.min), "min"),
+    prod=_wide(_reduction(paddle.prod), "prod"),
+    argmax=_wide(_arg(paddle.argmax), "argmax", back=False),
+    argmin=_wide(_arg(paddle.argmin), "argmin", back=False),
+    reshape=lambda x, shape: paddle.reshape(x, list(shape)),
+    permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
+    concat=lambda xs, axis: paddle.concat(xs, axis=axis),
+    stack=lambda xs, axis: paddle.stack(xs, axis=axis),
+    where=lambda cond, a, b: _where_values(a, b, cond),
+    clip=_wide(_clip, "clip"),
+    softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
+    log_softmax=_wide(_log_softmax, "log_softmax"),
+    getitem=_getitem,
+    astype=lambda x, dt: x.astype(NATIVE[dt]),
+    copy=lambda x: x.clone(),
+    linear=_wide(_linear, "linear"),
+)

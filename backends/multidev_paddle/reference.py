@@ -79,17 +79,6 @@ OPS = native_table(
     _t,
     _np,
     {
-        "add": paddle.add,
-        "subtract": paddle.subtract,
-        "multiply": paddle.multiply,
-        "divide": paddle.divide,
-        "maximum": paddle.maximum,
-        "matmul": paddle.matmul,
-        "exp": paddle.exp,
-        "log": paddle.log,
-        "sqrt": paddle.sqrt,
-        "abs": paddle.abs,
-        "tanh": paddle.tanh,
         "sigmoid": F.sigmoid,
         "relu": F.relu,
         "softmax": lambda t, axis: F.softmax(_float(t), axis=axis),
@@ -118,4 +107,5 @@ OPS = native_table(
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": _native_sgd_step,
     },
+    paddle,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-__all__ = ["ArrayApiOps"]
+__all__ = ["LOWERINGS"]
 
 _SAME_WIDTH_INT = {2: tf.int16, 4: tf.int32, 8: tf.int64}
 
@@ -82,7 +82,6 @@ class ArrayApiOps:
     sinh = staticmethod(tf.math.sinh)
     tan = staticmethod(tf.math.tan)
     expm1 = staticmethod(tf.math.expm1)
-    log1p = staticmethod(tf.math.log1p)
     log2 = staticmethod(tnp.log2)
     log10 = staticmethod(tnp.log10)
     ceil = staticmethod(tf.math.ceil)
@@ -120,3 +119,7 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: tnp.triu(x, k))
     to_dlpack = staticmethod(tf.experimental.dlpack.to_dlpack)
     from_dlpack = staticmethod(lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()))
+
+
+#: op name -> native function, for the adapter's op_table
+LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}

@@ -90,8 +90,7 @@ class NativeBlock(NativeBlockMixin, tf.Module):
         super().__init__(name=type(block).__name__.lower())
         self._md_mirror(block, memo)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._md_call(*args, **kwargs)
+    __call__ = NativeBlockMixin.forward
 
 
 class Autograd:

@@ -14,7 +14,6 @@ whatever its inputs' device, so the core runs ops on every other device inside
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import AbstractContextManager
 
@@ -22,14 +21,14 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from multidev.contract import AdapterBase
+from multidev.contract import AdapterBase, env_count
 from multidev.device import Device
 from multidev.dtypes import DType
 
-from . import FRAMEWORK, indexing
+from . import indexing
 from .autograd import Autograd
 from .dtypes import NATIVE
-from .ops import Ops
+from .ops import OPS
 from .ops import copy as _deep_copy
 
 __all__ = ["CPU_DEVICES_ENV", "Backend"]
@@ -45,25 +44,9 @@ _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 
 
-def _cpu_device_count() -> int:
-    raw = os.environ.get(CPU_DEVICES_ENV, "").strip()
-    if not raw:
-        return 2
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(
-            f"Expected a positive integer in {CPU_DEVICES_ENV}. Received: {raw!r}. "
-            "Set it to 1 to keep a single CPU device."
-        )
-    return n
-
-
 def _configure_runtime() -> None:
     """Logical CPUs and GPU memory growth, only while TensorFlow is not initialised."""
-    n = _cpu_device_count()
+    n = env_count(CPU_DEVICES_ENV, 2, "logical CPU devices to create")
     cpus = tf.config.list_physical_devices("CPU")
     gpus = tf.config.list_physical_devices("GPU")
     try:
@@ -89,11 +72,9 @@ class Backend(Autograd, AdapterBase):
     """TensorFlow 2 eager tensors; ``tf.Variable`` for parameters."""
 
     name = "tensorflow"
-    framework = FRAMEWORK
-    reference = "multidev_tensorflow.reference"
     tensor_types = (tf.Tensor, tf.Variable)
     dtypes = NATIVE
-    ops = Ops()
+    ops = OPS
     convert_hint = (
         "Cast it first, e.g. with tf.cast(x, tf.float32), or use tf.math.real/tf.math.imag "
         "for complex values."
@@ -108,7 +89,7 @@ class Backend(Autograd, AdapterBase):
         self._device_set = frozenset(devices)
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
-        self._native = {d: f"/{d.type.upper()}:{d.index}" for d in devices}
+        self._natives.update({d: self.make_native_device(d) for d in devices})
         self._places[""] = self._default
         self.scoped_devices = frozenset(devices) - {self._default}
         caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"}
@@ -127,18 +108,12 @@ class Backend(Autograd, AdapterBase):
         found.add(Device("cpu", 0))
         return sorted(found, key=lambda d: (d.type != "cpu", d.index))  # type: ignore[union-attr]
 
-    def num_gpus(self) -> int:
-        return self._num_gpus
-
     def default_device(self) -> Device:
         return self._default
 
-    def native_device(self, dev: Device) -> str:
+    def make_native_device(self, dev: Device) -> str:
         """TensorFlow's device string: '/CPU:0', '/GPU:1'."""
-        try:
-            return self._native[dev]
-        except KeyError:
-            return f"/{dev.type.upper()}:{dev.index}"
+        return f"/{dev.type.upper()}:{dev.index}"
 
     def parse_native_device(self, obj) -> Device | None:
         """A Device from tf.config.LogicalDevice, tf.config.PhysicalDevice or tf.DeviceSpec."""
@@ -158,7 +133,7 @@ class Backend(Autograd, AdapterBase):
         return _parse_name(place)
 
     def scope(self, dev: Device) -> AbstractContextManager:
-        return tf.device(self._native[dev])
+        return tf.device(self._natives[dev])
 
     # ---------------------------------------------------------------- tensors
     def shape_of(self, x) -> tuple[int, ...]:
@@ -176,7 +151,7 @@ class Backend(Autograd, AdapterBase):
             and arr.ctypes.data % _ALIGNMENT == 0
         ):
             return _from_dlpack(arr.__dlpack__())
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             return tf.constant(arr)
 
     def to_numpy(self, x) -> np.ndarray:
@@ -191,13 +166,13 @@ class Backend(Autograd, AdapterBase):
 
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             if dev.type == "cpu" and "CPU" in x.device:
                 return tf.raw_ops.DeepCopy(x=x)
             return tf.identity(x)
 
     def full(self, shape, value, dt: DType, dev: Device):
-        with tf.device(self._native[dev]):
+        with tf.device(self._natives[dev]):
             return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
 
     def setitem(self, x, key, value):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from multidev.contract import PythonOperatorOps
+from multidev.contract import op_table
 
-from .array_api import ArrayApiOps
+from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE
 from .indexing import getitem
 
-__all__ = ["Ops"]
+__all__ = ["OPS"]
 
 _NO_KERNEL = (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError)
 _WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
@@ -238,56 +238,47 @@ def copy(x):
     return tf.identity(x)
 
 
-class Ops(ArrayApiOps, PythonOperatorOps):
-    """Native TensorFlow operations; every entry takes and returns eager tensors."""
-
-    add = staticmethod(_binary(tf.math.add, "add"))
-    subtract = staticmethod(_binary(tf.math.subtract, "subtract"))
-    multiply = staticmethod(_binary(tf.math.multiply, "multiply"))
-    divide = staticmethod(tf.math.truediv)
-    floor_divide = staticmethod(_binary(tf.math.floordiv, "floor_divide"))
-    remainder = staticmethod(_binary(tf.math.floormod, "remainder"))
-    pow = staticmethod(_binary(tf.math.pow, "pow"))
-    matmul = staticmethod(_matmul)
+OPS = op_table(
+    tf.math,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    add=_binary(tf.math.add, "add"),
+    subtract=_binary(tf.math.subtract, "subtract"),
+    multiply=_binary(tf.math.multiply, "multiply"),
+    divide=tf.math.truediv,
+    floor_divide=_binary(tf.math.floordiv, "floor_divide"),
+    remainder=_binary(tf.math.floormod, "remainder"),
+    pow=_binary(tf.math.pow, "pow"),
+    matmul=_matmul,
     # (x, weight (out, in), bias or None): the layer op behind nn.Linear
-    linear = staticmethod(_linear)
-    maximum = staticmethod(_binary(tf.math.maximum, "maximum"))
-    minimum = staticmethod(_binary(tf.math.minimum, "minimum"))
-    equal = staticmethod(tf.math.equal)
-    not_equal = staticmethod(tf.math.not_equal)
-    less = staticmethod(_binary(tf.math.less, "less"))
-    less_equal = staticmethod(_binary(tf.math.less_equal, "less_equal"))
-    greater = staticmethod(_binary(tf.math.greater, "greater"))
-    greater_equal = staticmethod(_binary(tf.math.greater_equal, "greater_equal"))
-    logical_and = staticmethod(tf.math.logical_and)
-    logical_or = staticmethod(tf.math.logical_or)
-    negative = staticmethod(_fallback(tf.math.negative, _negative_slow, "negative"))
-    abs = staticmethod(_fallback(tf.math.abs, _identity_for({tf.bool, tf.uint8}), "abs"))
-    exp = staticmethod(tf.math.exp)
-    log = staticmethod(tf.math.log)
-    sqrt = staticmethod(tf.math.sqrt)
-    sin = staticmethod(tf.math.sin)
-    cos = staticmethod(tf.math.cos)
-    tanh = staticmethod(tf.math.tanh)
-    sigmoid = staticmethod(tf.math.sigmoid)
-    relu = staticmethod(_fallback(tf.nn.relu, _identity_for({tf.bool}), "relu"))
-    floor = staticmethod(_fallback(tf.math.floor, _identity_for(_INTEGERS), "floor"))
-    logical_not = staticmethod(tf.math.logical_not)
-    sum = staticmethod(_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any))
-    mean = staticmethod(_reduction(tf.math.reduce_mean, "mean"))
-    max = staticmethod(_reduction(tf.math.reduce_max, "max", tf.math.reduce_any))
-    min = staticmethod(_reduction(tf.math.reduce_min, "min", tf.math.reduce_all))
-    prod = staticmethod(_reduction(tf.math.reduce_prod, "prod", tf.math.reduce_all))
-    argmax = staticmethod(_arg(tf.math.argmax))
-    argmin = staticmethod(_arg(tf.math.argmin))
-    reshape = staticmethod(tf.reshape)
-    permute_dims = staticmethod(tf.transpose)
-    concat = staticmethod(tf.concat)
-    stack = staticmethod(tf.stack)
-    where = staticmethod(tf.where)
-    clip = staticmethod(_clip)
-    softmax = staticmethod(_softmax_like(tf.nn.softmax))
-    log_softmax = staticmethod(_softmax_like(tf.nn.log_softmax))
-    getitem = staticmethod(getitem)
-    astype = staticmethod(_astype)
-    copy = staticmethod(copy)
+    linear=_linear,
+    maximum=_binary(tf.math.maximum, "maximum"),
+    minimum=_binary(tf.math.minimum, "minimum"),
+    equal=tf.math.equal,
+    not_equal=tf.math.not_equal,
+    less=_binary(tf.math.less, "less"),
+    less_equal=_binary(tf.math.less_equal, "less_equal"),
+    greater=_binary(tf.math.greater, "greater"),
+    greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
+    negative=_fallback(tf.math.negative, _negative_slow, "negative"),
+    abs=_fallback(tf.math.abs, _identity_for({tf.bool, tf.uint8}), "abs"),
+    relu=_fallback(tf.nn.relu, _identity_for({tf.bool}), "relu"),
+    floor=_fallback(tf.math.floor, _identity_for(_INTEGERS), "floor"),
+    sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
+    mean=_reduction(tf.math.reduce_mean, "mean"),
+    max=_reduction(tf.math.reduce_max, "max", tf.math.reduce_any),
+    min=_reduction(tf.math.reduce_min, "min", tf.math.reduce_all),
+    prod=_reduction(tf.math.reduce_prod, "prod", tf.math.reduce_all),
+    argmax=_arg(tf.math.argmax),
+    argmin=_arg(tf.math.argmin),
+    reshape=tf.reshape,
+    permute_dims=tf.transpose,
+    concat=tf.concat,
+    stack=tf.stack,
+    where=tf.where,
+    clip=_clip,
+    softmax=_softmax_like(tf.nn.softmax),
+    log_softmax=_softmax_like(tf.nn.log_softmax),
+    getitem=getitem,
+    astype=_astype,
+    copy=copy,
+)

@@ -78,17 +78,8 @@ OPS = native_table(
     lambda a: tf.constant(np.asarray(a)),
     _np,
     {
-        "add": tf.math.add,
-        "subtract": tf.math.subtract,
-        "multiply": tf.math.multiply,
         "divide": tf.math.truediv,
-        "maximum": tf.math.maximum,
         "matmul": tf.experimental.numpy.matmul,
-        "exp": tf.math.exp,
-        "log": tf.math.log,
-        "sqrt": tf.math.sqrt,
-        "abs": tf.math.abs,
-        "tanh": tf.math.tanh,
         "sigmoid": tf.math.sigmoid,
         "relu": tf.nn.relu,
         "softmax": lambda t, axis=-1: tf.nn.softmax(t, axis=axis),
@@ -116,4 +107,5 @@ OPS = native_table(
         "native_parameters": lambda module: list(module.trainable_variables),
         "native_sgd_step": _native_sgd_step,
     },
+    tf.math,
 )

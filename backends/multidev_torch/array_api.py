@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["ArrayApiOps"]
+__all__ = ["LOWERINGS"]
 
 
 def _truth(fn):
@@ -40,7 +40,6 @@ class ArrayApiOps:
     sinh = staticmethod(torch.sinh)
     tan = staticmethod(torch.tan)
     expm1 = staticmethod(torch.expm1)
-    log1p = staticmethod(torch.log1p)
     log2 = staticmethod(torch.log2)
     log10 = staticmethod(torch.log10)
     ceil = staticmethod(torch.ceil)
@@ -86,3 +85,7 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: torch.triu(x, k))
     to_dlpack = staticmethod(lambda x: x.__dlpack__())
     from_dlpack = staticmethod(torch.from_dlpack)
+
+
+#: op name -> native function, for the adapter's op_table
+LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}

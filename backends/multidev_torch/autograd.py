@@ -9,11 +9,11 @@ and ``backward`` is ``torch.autograd.backward``: gradients accumulate in each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from multidev.contract import EagerAutograd
 from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock"]
@@ -24,18 +24,11 @@ class NativeBlock(NativeBlockMixin, torch.nn.Module):
     Block's own ``torch.nn.Parameter`` objects (no copies); ``forward`` runs the Block on torch
     tensors. ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
+    _md_register = ("register_parameter", "add_module")
+
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
         self._md_mirror(block, memo)
-
-    def _md_add_parameter(self, name: str, var: Any) -> None:
-        self.register_parameter(name, var)
-
-    def _md_add_child(self, name: str, sub: Any) -> None:
-        self.add_module(name, sub)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._md_call(*args, **kwargs)
 
     def train(self, mode: bool = True) -> NativeBlock:
         super().train(mode)
@@ -49,26 +42,14 @@ class NativeBlock(NativeBlockMixin, torch.nn.Module):
         return self._md_block.extra_repr()
 
 
-class Autograd:
+class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on PyTorch."""
 
-    def record(self) -> torch.enable_grad:
-        return torch.enable_grad()
-
-    def no_grad(self, recordings: Sequence[Any]) -> torch.no_grad:
-        return torch.no_grad()
+    grad_modes = (torch.enable_grad, torch.no_grad)
+    native_block = NativeBlock
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if not loss.requires_grad:
             return False
         torch.autograd.backward(loss, gradient, retain_graph=retain_graph)
         return True
-
-    def grad(self, var):
-        return var.grad
-
-    def set_grad(self, var, value) -> None:
-        var.grad = value
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

@@ -21,11 +21,10 @@ from multidev.contract import AdapterBase
 from multidev.device import Device
 from multidev.errors import DeviceError
 
-from . import FRAMEWORK
 from .autograd import Autograd
 from .dtypes import NATIVE
 from .indexing import write
-from .ops import Ops
+from .ops import OPS
 
 __all__ = ["Backend"]
 
@@ -37,32 +36,27 @@ class Backend(Autograd, AdapterBase):
     """PyTorch: CPU and CUDA devices, autograd, bfloat16, DLPack."""
 
     name = "torch"
-    framework = FRAMEWORK
     capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
     tensor_types = (torch.Tensor, torch.nn.Parameter)
     dtypes = NATIVE
-    ops = Ops()
-    reference = "multidev_torch.reference"
+    ops = OPS
     convert_hint = "Convert it first, e.g. with tensor.to(torch.float32)."
     move_hint = "Move it first, e.g. with tensor.to('cpu')."
 
     def __init__(self) -> None:
         super().__init__()
-        self._num_gpus: int | None = None
-        self._to_native: dict[Device, torch.device] = {_CPU: torch.device("cpu")}
+        self._natives[_CPU] = torch.device("cpu")
         self._places.update({torch.device("cpu"): _CPU, torch.device("cpu", 0): _CPU})
 
     def version(self) -> str:
         return str(torch.__version__)
 
     # devices ---------------------------------------------------------------
-    def num_gpus(self) -> int:
+    def count_gpus(self) -> int:
         """CUDA GPUs visible to PyTorch (NVML-based: CUDA stays uninitialised)."""
-        if self._num_gpus is None:
-            # not torch.cuda.is_available(): without PYTORCH_NVML_BASED_CUDA_CHECK=1 it
-            # initialises the CUDA driver, and a forked child could no longer use CUDA
-            self._num_gpus = torch.cuda.device_count()
-        return self._num_gpus
+        # not torch.cuda.is_available(): without PYTORCH_NVML_BASED_CUDA_CHECK=1 it
+        # initialises the CUDA driver, and a forked child could no longer use CUDA
+        return torch.cuda.device_count()
 
     def default_device(self) -> Device:
         """``torch.get_default_device()`` when it is one of ours, else the CPU."""
@@ -74,18 +68,13 @@ class Backend(Autograd, AdapterBase):
                 return _CPU
         return dev
 
-    def native_device(self, dev: Device) -> torch.device:
-        try:
-            return self._to_native[dev]
-        except KeyError:
-            pass
+    def make_native_device(self, dev: Device) -> torch.device:
         if dev.type != "gpu":
             raise DeviceError(
                 f"Expected cpu or a gpu:i device for the torch backend. Received: {dev}. "
                 "PyTorch has a single CPU device: use md.cpu()."
             )
-        native = self._to_native[dev] = torch.device("cuda", dev.index)
-        return native
+        return torch.device("cuda", dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
         if not isinstance(obj, torch.device):

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import operator
-
 import torch
 
-from multidev.contract import PythonOperatorOps
+from multidev.contract import op_table
 
-from .array_api import ArrayApiOps
+from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE
 from .indexing import getitem
 
-__all__ = ["Ops"]
+__all__ = ["OPS"]
 
 _BOOL = torch.bool
 _LONG = torch.int64
@@ -90,43 +88,28 @@ def _clip(x, lo, hi):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
-class Ops(ArrayApiOps, PythonOperatorOps):
-    matmul = staticmethod(_matmul)
-    maximum = staticmethod(torch.maximum)
-    minimum = staticmethod(torch.minimum)
-    logical_and = staticmethod(torch.logical_and)
-    logical_or = staticmethod(torch.logical_or)
-    abs = staticmethod(_abs)
-    exp = staticmethod(torch.exp)
-    log = staticmethod(torch.log)
-    sqrt = staticmethod(torch.sqrt)
-    sin = staticmethod(torch.sin)
-    cos = staticmethod(torch.cos)
-    tanh = staticmethod(torch.tanh)
-    sigmoid = staticmethod(torch.sigmoid)
-    relu = staticmethod(_relu)
-    floor = staticmethod(torch.floor)
-    logical_not = staticmethod(torch.logical_not)
-    sum = staticmethod(_reduction(torch.sum))
-    mean = staticmethod(_reduction(torch.mean))
-    max = staticmethod(_reduction(torch.amax))
-    min = staticmethod(_reduction(torch.amin))
-    prod = staticmethod(_prod)
-    argmax = staticmethod(_arg(torch.argmax))
-    argmin = staticmethod(_arg(torch.argmin))
-    reshape = staticmethod(torch.reshape)
-    permute_dims = staticmethod(torch.permute)
-    concat = staticmethod(lambda xs, axis: torch.cat(xs, dim=axis))
-    stack = staticmethod(lambda xs, axis: torch.stack(xs, dim=axis))
-    where = staticmethod(torch.where)
-    clip = staticmethod(_clip)
-    softmax = staticmethod(lambda x, axis: torch.softmax(x, dim=axis))
-    log_softmax = staticmethod(lambda x, axis: torch.log_softmax(x, dim=axis))
-    getitem = staticmethod(getitem)
-    astype = staticmethod(lambda x, dt: x.to(NATIVE[dt]))
-    copy = staticmethod(torch.clone)
+OPS = op_table(
+    torch,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    matmul=_matmul,
+    abs=_abs,
+    relu=_relu,
+    sum=_reduction(torch.sum),
+    mean=_reduction(torch.mean),
+    max=_reduction(torch.amax),
+    min=_reduction(torch.amin),
+    prod=_prod,
+    argmax=_arg(torch.argmax),
+    argmin=_arg(torch.argmin),
+    permute_dims=torch.permute,
+    concat=lambda xs, axis: torch.cat(xs, dim=axis),
+    stack=lambda xs, axis: torch.stack(xs, dim=axis),
+    clip=_clip,
+    softmax=lambda x, axis: torch.softmax(x, dim=axis),
+    log_softmax=lambda x, axis: torch.log_softmax(x, dim=axis),
+    getitem=getitem,
+    astype=lambda x, dt: x.to(NATIVE[dt]),
+    copy=torch.clone,
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
-    linear = staticmethod(torch.nn.functional.linear)
-    # floor division and remainder through Python operators: PyTorch floors, as NumPy does
-    floor_divide = staticmethod(operator.floordiv)
-    remainder = staticmethod(operator.mod)
+    linear=torch.nn.functional.linear,
+)

@@ -63,17 +63,6 @@ OPS = native_table(
     _t,
     _np,
     {
-        "add": torch.add,
-        "subtract": torch.sub,
-        "multiply": torch.mul,
-        "divide": torch.div,
-        "maximum": torch.maximum,
-        "matmul": torch.matmul,
-        "exp": torch.exp,
-        "log": torch.log,
-        "sqrt": torch.sqrt,
-        "abs": torch.abs,
-        "tanh": torch.tanh,
         "sigmoid": torch.sigmoid,
         "relu": torch.relu,
         "softmax": lambda t, axis: torch.softmax(_float(t), dim=axis),
@@ -101,4 +90,5 @@ OPS = native_table(
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": _native_sgd_step,
     },
+    torch,
 )

@@ -66,7 +66,6 @@ __all__ = [
     "isnan",
     "less_equal",
     "linspace",
-    "log1p",
     "log2",
     "log10",
     "logaddexp",
@@ -261,7 +260,6 @@ cosh = _native_unary("cosh", "Elementwise hyperbolic cosine")
 sinh = _native_unary("sinh", "Elementwise hyperbolic sine")
 tan = _native_unary("tan", "Elementwise tangent of radians")
 expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
-log1p = _native_unary("log1p", "Elementwise log(1 + x), exact near 0")
 log2 = _native_unary("log2", "Elementwise base-2 logarithm")
 log10 = _native_unary("log10", "Elementwise base-10 logarithm")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import operator
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -27,10 +29,15 @@ __all__ = [
     "Adapter",
     "AdapterBase",
     "Autograd",
+    "DLPack",
+    "EagerAutograd",
     "Framework",
     "OpTable",
     "dtype_error",
+    "env_count",
     "lazy_backend",
+    "missing_members",
+    "op_table",
 ]
 
 
@@ -61,61 +68,71 @@ CAPABILITIES = frozenset(
 )
 
 
+#: native op signatures (native tensors in and out; Python scalars where the core passes them)
+Unary = Callable[[Any], Any]
+Binary = Callable[[Any, Any], Any]
+Reduction = Callable[[Any, "tuple[int, ...] | None", bool], Any]
+ArgReduction = Callable[[Any, "int | None", bool], Any]
+Joining = Callable[[list, int], Any]
+
+
 @runtime_checkable
 class OpTable(Protocol):
     """Native operations. Every callable takes and returns native tensors."""
 
     # binary, elementwise (same dtype, same device): Python-operator semantics
-    add: Any
-    subtract: Any
-    multiply: Any
-    divide: Any
-    floor_divide: Any
-    remainder: Any
-    pow: Any
-    matmul: Any
-    maximum: Any
-    minimum: Any
-    equal: Any
-    not_equal: Any
-    less: Any
-    less_equal: Any
-    greater: Any
-    greater_equal: Any
-    logical_and: Any
-    logical_or: Any
+    add: Binary
+    subtract: Binary
+    multiply: Binary
+    divide: Binary
+    floor_divide: Binary
+    remainder: Binary
+    pow: Binary
+    matmul: Binary
+    maximum: Binary
+    minimum: Binary
+    equal: Binary
+    not_equal: Binary
+    less: Binary
+    less_equal: Binary
+    greater: Binary
+    greater_equal: Binary
+    logical_and: Binary
+    logical_or: Binary
     # unary
-    negative: Any
-    abs: Any
-    exp: Any
-    log: Any
-    sqrt: Any
-    sin: Any
-    cos: Any
-    tanh: Any
-    sigmoid: Any
-    relu: Any
-    floor: Any
-    logical_not: Any
+    negative: Unary
+    abs: Unary
+    exp: Unary
+    log: Unary
+    log1p: Unary
+    sqrt: Unary
+    sin: Unary
+    cos: Unary
+    tanh: Unary
+    sigmoid: Unary
+    relu: Unary
+    floor: Unary
+    logical_not: Unary
+    copy: Unary  # a new tensor with equal values
     # ops with arguments
-    sum: Any  # (x, axis: tuple[int, ...] | None, keepdims: bool)
-    mean: Any
-    max: Any
-    min: Any
-    prod: Any
-    argmax: Any  # (x, axis: int | None, keepdims: bool)
-    argmin: Any
-    reshape: Any  # (x, shape: tuple[int, ...])
-    permute_dims: Any  # (x, axes: tuple[int, ...])
-    concat: Any  # (xs: list, axis: int)
-    stack: Any  # (xs: list, axis: int)
-    where: Any  # (cond, a, b), cond bool
-    clip: Any  # (x, min: float | None, max: float | None)
-    softmax: Any  # (x, axis: int)
-    log_softmax: Any  # (x, axis: int)
-    getitem: Any  # (x, key): key holds ints, slices, None, Ellipsis, native tensors
-    astype: Any  # (x, dtype: DType)
-    copy: Any  # (x) -> a new tensor with equal values
+    sum: Reduction  # (x, axis, keepdims); axis None: every axis, (): none
+    mean: Reduction
+    max: Reduction
+    min: Reduction
+    prod: Reduction
+    argmax: ArgReduction  # (x, axis, keepdims)
+    argmin: ArgReduction
+    reshape: Callable[[Any, tuple[int, ...]], Any]
+    permute_dims: Callable[[Any, tuple[int, ...]], Any]
+    concat: Joining  # (xs, axis)
+    stack: Joining
+    where: Callable[[Any, Any, Any], Any]  # (cond, a, b), cond bool
+    clip: Callable[[Any, float | None, float | None], Any]  # (x, min, max)
+    softmax: Callable[[Any, int], Any]  # (x, axis)
+    log_softmax: Callable[[Any, int], Any]
+    getitem: Binary  # (x, key): key holds ints, slices, None, Ellipsis, native tensors
+    astype: Callable[[Any, DType], Any]  # (x, dtype)
+    # optional: linear(x, weight (out, in), bias or None), the fused op behind nn.Linear
 
 
 @runtime_checkable
@@ -123,13 +140,19 @@ class Adapter(Protocol):
     """What a backend provides. Names follow the framework's import name."""
 
     name: str
+    framework: Framework  # import name, distributions, install extra
     capabilities: frozenset[str]
     ops: OpTable
     tensor_types: tuple[type, ...]  # native tensor classes, for isinstance checks
+    #: module holding the native reference ``OPS`` of the conformance suite, or None
+    reference: str | None
+    #: known conformance failures: {test name: reason}
+    conformance_xfails: Mapping[str, str]
 
     def version(self) -> str: ...
 
     # devices
+    def list_devices(self) -> list[Device]: ...
     def devices(self) -> Sequence[Device]: ...
     def device_set(self) -> frozenset[Device]: ...
     def num_gpus(self) -> int: ...
@@ -158,6 +181,16 @@ class Adapter(Protocol):
     def variable_tensor(self, var: Any) -> Any: ...
     def detach(self, x: Any) -> Any: ...
     def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any: ...
+    def is_trainable_variable(self, var: Any) -> bool: ...
+
+
+@runtime_checkable
+class DLPack(Protocol):
+    """What an adapter declaring the ``"dlpack"`` capability adds to ``Adapter``."""
+
+    def from_dlpack(self, obj: Any) -> Any:
+        """A native tensor sharing the memory of a DLPack-capable object."""
+        ...
 
 
 @runtime_checkable
@@ -202,6 +235,25 @@ class Autograd(Protocol):
         ...
 
 
+def _members(protocol: type) -> set[str]:
+    names = set(getattr(protocol, "__annotations__", {}))
+    return names | {n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")}
+
+
+def missing_members(adapter: Any) -> list[str]:
+    """The members of the contract that ``adapter`` lacks: ``Adapter``'s, its op table's
+    (``ops.<name>``), and those of ``Autograd`` and ``DLPack`` where it declares the
+    capability."""
+    missing = {n for n in _members(Adapter) if not hasattr(adapter, n)}
+    ops = getattr(adapter, "ops", None)
+    missing |= {f"ops.{n}" for n in _members(OpTable) if not hasattr(ops, n)}
+    caps = getattr(adapter, "capabilities", frozenset())
+    for cap, protocol in (("autograd", Autograd), ("dlpack", DLPack)):
+        if cap in caps:
+            missing |= {n for n in _members(protocol) if not hasattr(adapter, n)}
+    return sorted(missing)
+
+
 def dtype_error(
     backend: str, table: Mapping[DType, Any], dt: DType, alternatives: Mapping[DType, str]
 ) -> TypeError:
@@ -220,7 +272,14 @@ class AdapterBase:
     a cached ``device_of`` built on the one-line ``native_place`` hook."""
 
     name = "base"
+    #: the framework's names; by default the adapter package's ``FRAMEWORK``
     framework: ClassVar[Framework] = Framework("base")
+    #: the module holding the native reference ``OPS``; by default the adapter package's
+    #: ``reference`` module, None where there is none
+    reference: ClassVar[str | None] = None
+    conformance_xfails: ClassVar[Mapping[str, str]] = {}
+    #: how many CPU devices the backend offers (``cpu:0`` … ``cpu:N-1``)
+    cpu_count = 1
     capabilities: frozenset[str] = frozenset()
     scoped_devices: frozenset[Device] = frozenset()
     tensor_types: tuple[type, ...] = ()
@@ -240,6 +299,13 @@ class AdapterBase:
             # framework dtype objects live as long as the framework: look them up by identity
             # first (a dictionary lookup by hash is slow for some of them)
             cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
+        package, _, module = cls.__module__.rpartition(".")
+        if module == "backend" and package:  # an adapter package laid out as docs/adapters.md says
+            names = getattr(sys.modules.get(package), "FRAMEWORK", None)
+            if "framework" not in cls.__dict__ and isinstance(names, Framework):
+                cls.framework = names
+            if "reference" not in cls.__dict__:
+                cls.reference = f"{package}.reference"
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
@@ -247,7 +313,10 @@ class AdapterBase:
     def __init__(self) -> None:
         self._devices: list[Device] | None = None
         self._device_set: frozenset[Device] | None = None
+        self._num_gpus: int | None = None
+        #: native place -> Device (device_of) and Device -> native device (native_device)
         self._places: dict[Any, Device] = {}
+        self._natives: dict[Device, Any] = {}
 
     # dtypes ----------------------------------------------------------------
     def dtype_of(self, x: Any) -> DType:
@@ -291,7 +360,8 @@ class AdapterBase:
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
         """Discover devices once; adapters override this, not ``devices``."""
-        return [Device("cpu", 0)] + [Device("gpu", i) for i in range(self.num_gpus())]
+        cpus = [Device("cpu", i) for i in range(self.cpu_count)]
+        return cpus + [Device("gpu", i) for i in range(self.num_gpus())]
 
     def devices(self) -> Sequence[Device]:
         if self._devices is None:
@@ -305,7 +375,30 @@ class AdapterBase:
         return self._device_set  # type: ignore[return-value]
 
     def num_gpus(self) -> int:
+        """GPUs the backend can use, counted once (``count_gpus``)."""
+        if self._num_gpus is None:
+            self._num_gpus = self.count_gpus()
+        return self._num_gpus
+
+    def count_gpus(self) -> int:
+        """Count the GPUs (called once); adapters override this, not ``num_gpus``."""
         return 0
+
+    def native_device(self, dev: Device) -> Any:
+        """The framework's device object for ``dev``, made once (``make_native_device``)."""
+        try:
+            return self._natives[dev]
+        except KeyError:
+            pass
+        native = self._natives[dev] = self.make_native_device(dev)
+        return native
+
+    def make_native_device(self, dev: Device) -> Any:
+        """Build the framework's device object for ``dev``; DeviceError for one it lacks."""
+        raise DeviceError(
+            f"Expected one of the devices the {self.name} backend has "
+            f"({', '.join(str(d) for d in self.devices())}). Received: {dev}."
+        )
 
     def default_device(self) -> Device:
         return Device("cpu", 0)
@@ -369,6 +462,73 @@ class AdapterBase:
         """``x += alpha * y`` in place (the optimisers' update); returns x, or the replacement
         where the framework's tensors are immutable. Adapters override it with a fused op."""
         return self.setitem(x, Ellipsis, self.ops.add(x, self.ops.multiply(y, alpha)))
+
+
+class EagerAutograd:
+    """The ``Autograd`` primitives of a framework that records eagerly and keeps a variable's
+    gradient in ``var.grad`` (PyTorch, Paddle). The adapter names its grad-mode context
+    managers (``grad_modes = (enable_grad, no_grad)``) and its native module class, and
+    writes ``backward``."""
+
+    grad_modes: ClassVar[tuple[Callable[[], AbstractContextManager], ...]]
+    native_block: ClassVar[type]
+
+    def record(self) -> AbstractContextManager:
+        return self.grad_modes[0]()
+
+    def no_grad(self, recordings: Sequence[Any]) -> AbstractContextManager:
+        return self.grad_modes[1]()
+
+    def grad(self, var: Any) -> Any:
+        return var.grad
+
+    def set_grad(self, var: Any, value: Any) -> None:
+        var.grad = value
+
+    def native_module(self, block: Any) -> Any:
+        return self.native_block(block)
+
+
+def env_count(name: str, default: int, what: str) -> int:
+    """A positive integer from the environment variable ``name`` (``default`` when unset);
+    ValueError naming the variable and what it counts otherwise."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"Expected {name} to be a positive integer (the number of {what}). Received: "
+            f"{raw!r}. Unset it for the default, {default}."
+        )
+    return n
+
+
+#: ops every framework spells like the Array API with the same meaning: an adapter's op table
+#: takes them from the framework's namespace (``op_table``) unless it lowers them itself
+NAMESPACE_OPS = (
+    *("exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "floor", "sigmoid"),
+    *("logical_not", "logical_and", "logical_or", "maximum", "minimum", "reshape", "where"),
+)
+
+
+def op_table(
+    namespace: Any, /, *, wrap: Callable[[Any, str], Any] | None = None, **lowerings: Any
+) -> PythonOperatorOps:
+    """An adapter's op table: ``lowerings`` (op name -> native function) where the framework
+    spells an op differently, the ``NAMESPACE_OPS`` from ``namespace`` (through
+    ``wrap(fn, name)`` where given) for the others, and Python's operators for the rest."""
+    table = {
+        name: getattr(namespace, name) if wrap is None else wrap(getattr(namespace, name), name)
+        for name in NAMESPACE_OPS
+        if name not in lowerings
+    }
+    table.update(lowerings)
+    ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
+    return ops()
 
 
 class PythonOperatorOps:

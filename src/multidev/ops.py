@@ -29,6 +29,7 @@ __all__ = [
     "greater",
     "less",
     "log",
+    "log1p",
     "matmul",
     "max",
     "maximum",
@@ -142,6 +143,7 @@ def _float_unary(name: str):
 
 exp = _float_unary("exp")
 log = _float_unary("log")
+log1p = _float_unary("log1p")
 sqrt = _float_unary("sqrt")
 sin = _float_unary("sin")
 cos = _float_unary("cos")

@@ -76,13 +76,16 @@ class NativeBlockMixin:
     """What every adapter's native module class shares; the adapter subclasses it together
     with the framework's module class and says how that class registers parameters and
     children. ``_md_mirror(block, memo)`` (called from ``__init__`` after the framework's
-    own) registers the Block's own variables and a native module per child; ``_md_call``
+    own) registers the Block's own variables and a native module per child; ``forward``
     runs the Block on native tensors."""
 
     #: the framework's module class, named in the error for a reserved attribute name
     _md_framework_class = "the native module"
     #: attribute names the framework's module class uses itself (assignment would clash)
     _md_reserved: frozenset[str] = frozenset()
+    #: the framework's methods that register a parameter and a child module by name (torch
+    #: ``register_parameter``, ``add_module``); None: plain attributes, checked by ``_md_put``
+    _md_register: tuple[str, str] | None = None
     _md_block: Any
 
     def _md_mirror(self, block: Any, memo: dict[int, Any] | None) -> None:
@@ -104,12 +107,19 @@ class NativeBlockMixin:
         setattr(self, name, value)
 
     def _md_add_parameter(self, name: str, var: Any) -> None:
-        self._md_put(name, var)
+        if self._md_register is None:
+            self._md_put(name, var)
+        else:
+            getattr(self, self._md_register[0])(name, var)
 
     def _md_add_child(self, name: str, sub: Any) -> None:
-        self._md_put(name, sub)
+        if self._md_register is None:
+            self._md_put(name, sub)
+        else:
+            getattr(self, self._md_register[1])(name, sub)
 
-    def _md_call(self, *args: Any, **kwargs: Any) -> Any:
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the Block on native tensors; native tensors out."""
         return call(self._md_block, args, kwargs)
 
 

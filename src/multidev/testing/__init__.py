@@ -41,7 +41,7 @@ SECTIONS = (
 #: written in the framework's own code, on NumPy arrays in and out.
 REFERENCE_KEYS = (
     *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
-    *("exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
+    *("exp", "log", "log1p", "sqrt", "abs", "tanh", "sigmoid", "relu", "softmax", "log_softmax"),
     *("sum", "mean", "max", "argmax", "reshape", "permute_dims", "concat", "stack"),
     *("where", "clip", "linear"),
     *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),

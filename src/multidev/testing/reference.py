@@ -13,15 +13,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["native_table"]
+__all__ = ["NAMESPACE_KEYS", "native_table"]
+
+#: reference keys every framework spells like NumPy, with NumPy's meaning: ``native_table``
+#: takes them from the framework's namespace unless the table gives them
+NAMESPACE_KEYS = (
+    *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
+    *("exp", "log", "log1p", "sqrt", "abs", "tanh"),
+)
 
 
 def native_table(
     to_native: Callable[[np.ndarray], Any],
     to_numpy: Callable[[Any], np.ndarray],
     ops: Mapping[str, Callable[..., Any]],
+    namespace: Any = None,
 ) -> dict[str, Callable[..., Any]]:
-    """``ops`` (functions of native tensors) as functions of NumPy arrays."""
+    """``ops`` (functions of native tensors), and the ``NAMESPACE_KEYS`` of ``namespace`` that
+    ``ops`` lacks, as functions of NumPy arrays."""
 
     def arg(a: Any) -> Any:
         if isinstance(a, np.ndarray):
@@ -44,4 +53,9 @@ def native_table(
         op.__name__ = getattr(fn, "__name__", "op")
         return op
 
-    return {name: lift(fn) for name, fn in ops.items()}
+    table = dict(ops)
+    if namespace is not None:
+        for name in NAMESPACE_KEYS:
+            if name not in table:
+                table[name] = getattr(namespace, name)
+    return {name: lift(fn) for name, fn in table.items()}

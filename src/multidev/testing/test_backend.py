@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import multidev as md
-from multidev import registry
+from multidev import contract, registry
 from multidev.contract import CAPABILITIES, Adapter
 
 #: the frameworks of every registered adapter (read without importing them), numpy aside
@@ -28,6 +28,21 @@ def test_active_backend_follows_environment(bk):
 def test_active_backend_is_available():
     assert md.get_backend() in md.available_backends()
     assert "numpy" in md.available_backends()
+
+
+def test_adapter_has_every_member_of_the_contract(bk):
+    assert contract.missing_members(bk) == [], f"the {bk.name} adapter lacks these members"
+
+
+def test_missing_members_are_named():
+    class Partial:
+        name = "partial"
+        capabilities = frozenset({"autograd"})
+        ops = None
+
+    missing = contract.missing_members(Partial())
+    assert {"devices", "ops.add", "ops.log1p", "backward", "native_module"} <= set(missing)
+    assert "name" not in missing and "capabilities" not in missing
 
 
 def test_adapter_satisfies_contract(bk):

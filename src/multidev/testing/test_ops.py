@@ -38,6 +38,7 @@ def _cases(rng):
         "matmul_vector": (md.matmul, lambda o: o["matmul"], (a, v)),
         "exp": (md.exp, lambda o: o["exp"], (a,)),
         "log": (md.log, lambda o: o["log"], (p,)),
+        "log1p": (md.log1p, lambda o: o["log1p"], (p,)),
         "sqrt": (md.sqrt, lambda o: o["sqrt"], (p,)),
         "abs": (md.abs, lambda o: o["abs"], (a,)),
         "tanh": (md.tanh, lambda o: o["tanh"], (a,)),
