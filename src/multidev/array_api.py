@@ -24,6 +24,13 @@ from .tensors import Tensor
 
 __array_api_version__ = "2023.12"
 
+#: the Array API's constants
+e = math.e
+inf = math.inf
+nan = math.nan
+pi = math.pi
+newaxis = None
+
 __all__ = [
     "__array_api_version__",
     "__array_namespace_info__",
@@ -50,6 +57,7 @@ __all__ = [
     "copysign",
     "cosh",
     "cumulative_sum",
+    "e",
     "empty",
     "empty_like",
     "expm1",
@@ -60,6 +68,7 @@ __all__ = [
     "greater_equal",
     "hypot",
     "iinfo",
+    "inf",
     "isdtype",
     "isfinite",
     "isinf",
@@ -76,8 +85,11 @@ __all__ = [
     "matrix_transpose",
     "meshgrid",
     "moveaxis",
+    "nan",
+    "newaxis",
     "nonzero",
     "not_equal",
+    "pi",
     "positive",
     "remainder",
     "repeat",
