@@ -12,7 +12,7 @@ import builtins
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -109,6 +109,10 @@ __all__ = [
     "tril",
     "triu",
     "trunc",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "unstack",
     "var",
     "vecdot",
@@ -539,6 +543,75 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
     if x.ndim == 0:
         raise ValueError("Expected a tensor of at least one dimension for nonzero. Received: 0-d")
     return tuple(wrap(x, n, _dt.int64) for n in call(x, "nonzero", x._native))
+
+
+class UniqueAllResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+    inverse_indices: Tensor
+    counts: Tensor
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Tensor
+    counts: Tensor
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Tensor
+    inverse_indices: Tensor
+
+
+def _unique(x: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(flattened x, its stable sort order, the sorted values, where each run of equal sorted
+    values starts): the pieces every unique_* function is built from, all native ops."""
+    x = as_tensor(x)
+    flat = ops.reshape(x, (-1,))
+    order = argsort(flat)
+    s = take(flat, order)
+    if s.shape[0] == 0:
+        return flat, order, s, creation.zeros((0,), dtype=_dt.int64, device=x.device)
+    first = creation.full((1,), True, dtype=_dt.bool, device=x.device)
+    starts = nonzero(ops.concat([first, s[1:] != s[:-1]]))[0]
+    return flat, order, s, starts
+
+
+def _counts(starts: Tensor, n: int) -> Tensor:
+    end = creation.full((1,), n, dtype=_dt.int64, device=starts.device)
+    bounds = ops.concat([starts, end])
+    return bounds[1:] - bounds[:-1]
+
+
+def unique_values(x: Any, /) -> Tensor:
+    """The distinct values of ``x``, sorted, as a 1-d tensor."""
+    _, _, s, starts = _unique(x)
+    return take(s, starts)
+
+
+def unique_counts(x: Any, /) -> UniqueCountsResult:
+    """The distinct values of ``x`` (sorted) and how often each occurs (int64)."""
+    _, _, s, starts = _unique(x)
+    return UniqueCountsResult(take(s, starts), _counts(starts, s.shape[0]))
+
+
+def unique_inverse(x: Any, /) -> UniqueInverseResult:
+    """The distinct values of ``x`` (sorted) and, for each element of ``x`` (in its shape),
+    the index of its value among them."""
+    x = as_tensor(x)
+    flat, _, s, starts = _unique(x)
+    values = take(s, starts)
+    inverse = ops.reshape(searchsorted(values, flat), x.shape)
+    return UniqueInverseResult(values, inverse)
+
+
+def unique_all(x: Any, /) -> UniqueAllResult:
+    """Distinct values (sorted), the first index of each in the flattened ``x``, the inverse
+    indices (in x's shape) and the counts."""
+    x = as_tensor(x)
+    flat, order, s, starts = _unique(x)
+    values = take(s, starts)
+    inverse = ops.reshape(searchsorted(values, flat), x.shape)
+    return UniqueAllResult(values, take(order, starts), inverse, _counts(starts, s.shape[0]))
 
 
 # ---------------------------------------------------------------- indexing and shapes

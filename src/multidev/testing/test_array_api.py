@@ -200,6 +200,23 @@ def test_tuple_results(rng):
             np.testing.assert_array_equal(got.numpy(), want)
 
 
+@pytest.mark.parametrize("values", [[3, 1, 3, 2, 1, 3], [[2.5, -1.0], [2.5, 0.0]], [7]])
+def test_unique(values):
+    host = np.asarray(values)
+    x = md.asarray(host)
+    want = np.unique(host, return_index=True, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(md.unique_values(x).numpy(), want[0])
+    counts = md.unique_counts(x)
+    np.testing.assert_array_equal(counts.values.numpy(), want[0])
+    np.testing.assert_array_equal(counts.counts.numpy(), want[3])
+    inv = md.unique_inverse(x)
+    assert inv.inverse_indices.shape == x.shape
+    np.testing.assert_array_equal(inv.inverse_indices.numpy().ravel(), want[2].ravel())
+    both = md.unique_all(x)
+    np.testing.assert_array_equal(both.indices.numpy(), want[1])
+    assert both.counts.dtype is md.int64 and both.values.device is x.device
+
+
 def test_namespace():
     x = md.ones((2, 3))
     assert md.__array_api_version__ == "2023.12"
