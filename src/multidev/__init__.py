@@ -4,10 +4,9 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, nn, optim
+from . import array_api, autograd, nn, optim
 from . import methods as methods  # attaches the operators and methods of Tensor
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
-from .array_api import __all__ as _array_api_all
 from .autograd import no_grad
 from .checkpoint import load, save
 from .creation import (
@@ -194,4 +193,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += _array_api_all
+__all__ += array_api.__all__
