@@ -481,3 +481,45 @@ def cnn_training(session: nox.Session) -> None:
         str(_venv_python("torch")), "-m", "multidev.testing.cnn_compare", "check", *files,
         external=True,
     )  # fmt: skip
+
+
+@nox.session(name="array-api")
+@nox.parametrize("backend", BACKENDS)
+def array_api(session: nox.Session, backend: str) -> None:
+    """The data-apis array-api-tests suite against ``multidev`` on one backend (not in the
+    default set: the suite is on no package registry). Point ``ARRAY_API_TESTS_DIR`` at a
+    checkout of it; ``array-api-xfails/<backend>.txt`` lists the known failures with reasons."""
+    suite = os.environ.get("ARRAY_API_TESTS_DIR")
+    if not suite or not (Path(suite) / "array_api_tests").is_dir():
+        session.error(
+            "Expected ARRAY_API_TESTS_DIR to name a checkout of the array-api-tests suite. "
+            f"Received: {suite!r}. Get it with: git clone --recurse-submodules "
+            "https://github.com/data-apis/array-api-tests ~/array-api-tests && "
+            "ARRAY_API_TESTS_DIR=~/array-api-tests nox -s array-api"
+        )
+    _install(session, backend)
+    session.install("-r", str(Path(suite) / "requirements.txt"))
+    env = {
+        "MULTIDEV_BACKEND": backend,
+        "ARRAY_API_TESTS_MODULE": "multidev",
+        "ARRAY_API_TESTS_VERSION": "2023.12",
+        "PYTHONHASHSEED": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    session.chdir(suite)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "array_api_tests",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--disable-extension",
+        "linalg",
+        "fft",
+        f"--xfails-file={ROOT / 'array-api-xfails' / (backend + '.txt')}",
+        "--hypothesis-max-examples=20",
+        *session.posargs,
+        env=env,
+    )

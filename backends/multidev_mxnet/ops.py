@@ -14,6 +14,7 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import op_table
 
+from .array_api import LOWERINGS as ARRAY_API
 from .cnn import OPS as CNN_OPS
 from .dtypes import native
 from .indexing import getitem, like
@@ -292,6 +293,7 @@ def _astype(x, dt: _dt.DType):
 OPS = op_table(
     mnp,
     **CNN_OPS,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     abs=_same_if_bool(mnp.abs),
     add=_add,
     argmax=_arg(mnp.argmax),

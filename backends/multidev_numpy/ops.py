@@ -9,6 +9,7 @@ import numpy as np
 
 from multidev.contract import op_table
 
+from .array_api import LOWERINGS as ARRAY_API
 from .cnn import OPS as CNN_OPS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
@@ -98,6 +99,7 @@ _BINARY = {
 OPS = op_table(
     np,
     **CNN_OPS,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     wrap=lambda fn, name: _arr(fn),
     **{name: _binary(fn) for name, fn in _BINARY.items()},
     matmul=_arr(np.matmul),

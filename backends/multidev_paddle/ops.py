@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import op_table
 
+from .array_api import LOWERINGS as ARRAY_API
 from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -249,6 +250,7 @@ def _linear(x, weight, bias):
 OPS = op_table(
     paddle,
     **CNN_OPS,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     wrap=_wide,
     add=_wide(operator.add, "add"),
     subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from multidev.contract import op_table
 
+from .array_api import LOWERINGS as ARRAY_API
 from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
@@ -242,6 +243,7 @@ def copy(x):
 OPS = op_table(
     tf.math,
     **CNN_OPS,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_binary(tf.math.add, "add"),
     subtract=_binary(tf.math.subtract, "subtract"),
     multiply=_binary(tf.math.multiply, "multiply"),

@@ -6,6 +6,7 @@ import torch
 
 from multidev.contract import op_table
 
+from .array_api import LOWERINGS as ARRAY_API
 from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
@@ -92,6 +93,7 @@ def _clip(x, lo, hi):
 OPS = op_table(
     torch,
     **CNN_OPS,
+    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
     abs=_abs,
     relu=_relu,

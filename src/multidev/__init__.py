@@ -4,8 +4,9 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import autograd, compat, cuda, data, distributed, nn, optim, parallel
+from . import array_api, autograd, compat, cuda, data, distributed, nn, optim, parallel
 from . import methods as methods  # attaches the operators and methods of Tensor
+from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import no_grad
 from .checkpoint import load, save
 from .compat import FloatTensor, allclose, cat, mm, randint, randperm
@@ -217,3 +218,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += array_api.__all__

@@ -26,6 +26,8 @@ SECTIONS = (
     "placement",
     "tensor",
     "ops",
+    "array_api",
+    "torch_fluency",
     "block",
     "parameters",
     "init",

@@ -1,0 +1,907 @@
+"""The rest of the Array API 2023.12 main namespace, and the namespace plumbing.
+
+Each function checks and normalises its arguments here, once, then runs the adapter's native
+op (``ArrayApiOps`` in each adapter's ``array_api.py``) or a composition of native ops; no
+value goes through host memory. ``install()`` attaches ``__array_namespace__``, the DLPack
+methods and the Array API's array methods to ``Tensor``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import creation, ops, registry
+from . import dtypes as _dt
+from .device import Device
+from .dispatch import as_tensor, call, cast, check_same, floating, wrap
+from .tensors import Tensor
+
+__array_api_version__ = "2023.12"
+
+#: the Array API's constants
+e = math.e
+inf = math.inf
+nan = math.nan
+pi = math.pi
+newaxis = None
+
+__all__ = [
+    "__array_api_version__",
+    "__array_namespace_info__",
+    "acos",
+    "acosh",
+    "all",
+    "any",
+    "argsort",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "broadcast_arrays",
+    "broadcast_to",
+    "can_cast",
+    "ceil",
+    "copysign",
+    "cosh",
+    "cumulative_sum",
+    "e",
+    "empty",
+    "empty_like",
+    "expm1",
+    "finfo",
+    "flip",
+    "floor_divide",
+    "from_dlpack",
+    "greater_equal",
+    "hypot",
+    "iinfo",
+    "inf",
+    "isdtype",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less_equal",
+    "linspace",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "matrix_transpose",
+    "meshgrid",
+    "moveaxis",
+    "nan",
+    "newaxis",
+    "nonzero",
+    "not_equal",
+    "pi",
+    "positive",
+    "remainder",
+    "repeat",
+    "result_type",
+    "roll",
+    "round",
+    "searchsorted",
+    "sign",
+    "signbit",
+    "sinh",
+    "sort",
+    "std",
+    "take",
+    "tan",
+    "tensordot",
+    "tile",
+    "tril",
+    "triu",
+    "trunc",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "unstack",
+    "var",
+    "vecdot",
+]
+
+_INTEGRAL = frozenset(d for d in _dt.ALL if d.kind in "iu")
+_REAL_FLOATING = frozenset(d for d in _dt.ALL if d.kind == "f")
+_KINDS = {
+    "bool": frozenset({_dt.bool}),
+    "signed integer": frozenset(d for d in _dt.ALL if d.kind == "i"),
+    "unsigned integer": frozenset(d for d in _dt.ALL if d.kind == "u"),
+    "integral": _INTEGRAL,
+    "real floating": _REAL_FLOATING,
+    "complex floating": frozenset(),
+    "numeric": _INTEGRAL | _REAL_FLOATING,
+}
+
+
+# ---------------------------------------------------------------- data types
+
+
+def isdtype(dtype: _dt.DType, kind: Any) -> bool:
+    """Whether ``dtype`` is ``kind``: a dtype, a kind name ("integral", "real floating", ...)
+    or a tuple of them."""
+    dtype = _dt.as_dtype(dtype)
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"Expected a dtype kind among {sorted(_KINDS)}. Received: {kind!r}")
+        return dtype in _KINDS[kind]
+    return dtype is _dt.as_dtype(kind)
+
+
+def _dtype_of(obj: Any) -> _dt.DType:
+    return obj._dtype if isinstance(obj, Tensor) else _dt.as_dtype(obj)
+
+
+def result_type(*arrays_and_dtypes: Any) -> _dt.DType:
+    """The dtype that operations on these tensors, dtypes or Python scalars give."""
+    tensors = [a for a in arrays_and_dtypes if not isinstance(a, (bool, int, float))]
+    if not tensors:
+        raise ValueError("Expected at least one tensor or dtype. Received: only Python scalars")
+    dt = _dtype_of(tensors[0])
+    for a in tensors[1:]:
+        dt = _dt.result_type(dt, _dtype_of(a))
+    for a in arrays_and_dtypes:
+        if isinstance(a, (bool, int, float)):
+            dt = _dt.scalar_result_type(dt, a)
+    return dt
+
+
+def can_cast(from_: Any, to: Any, /) -> bool:
+    """Whether promotion turns ``from_`` (a dtype or tensor) into ``to`` without loss."""
+    src, dst = _dtype_of(from_), _dt.as_dtype(to)
+    return _dt.result_type(src, dst) is dst
+
+
+@dataclass(frozen=True)
+class finfo_object:
+    """Machine limits of a floating-point dtype."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: _dt.DType
+
+
+@dataclass(frozen=True)
+class iinfo_object:
+    """Limits of an integer dtype."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: _dt.DType
+
+
+def finfo(type: Any, /) -> finfo_object:
+    """Limits of a floating-point dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if dt.kind != "f":
+        raise TypeError(f"Expected a floating-point dtype. Received: {dt}; use md.iinfo")
+    if dt is _dt.bfloat16:
+        import ml_dtypes
+
+        info: Any = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    else:
+        info = np.finfo(dt.numpy)
+    return finfo_object(
+        info.bits,
+        float(info.eps),
+        float(info.max),
+        float(info.min),
+        float(info.smallest_normal),
+        dt,
+    )
+
+
+def iinfo(type: Any, /) -> iinfo_object:
+    """Limits of an integer dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if dt.kind not in "iu":
+        raise TypeError(f"Expected an integer dtype. Received: {dt}; use md.finfo")
+    info = np.iinfo(dt.numpy)
+    return iinfo_object(info.bits, int(info.max), int(info.min), dt)
+
+
+class ArrayNamespaceInfo:
+    """What ``md.__array_namespace_info__()`` reports of the current backend."""
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self) -> Device:
+        return registry.current().default_device()
+
+    def devices(self) -> list[Device]:
+        return list(registry.current().devices())
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, _dt.DType]:
+        return {"real floating": _dt.float32, "integral": _dt.int64, "indexing": _dt.int64}
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, _dt.DType]:
+        caps = registry.current().capabilities
+        have = [
+            d for d in _dt.ALL if d.name not in ("float16", "bfloat16", "float64") or d.name in caps
+        ]
+        if kind is not None:
+            have = [d for d in have if isdtype(d, kind)]
+        return {d.name: d for d in have}
+
+
+def __array_namespace_info__() -> ArrayNamespaceInfo:
+    """The inspection object of the Array API: devices and dtypes of the current backend."""
+    return ArrayNamespaceInfo()
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _native_unary(name: str, doc: str):
+    def fn(x: Any, /) -> Tensor:
+        x = floating(as_tensor(x))
+        return wrap(x, call(x, name, x._native), x._dtype)
+
+    fn.__name__ = name
+    fn.__doc__ = doc + "; integer input is computed in float32."
+    return fn
+
+
+acos = _native_unary("acos", "Elementwise inverse cosine (radians)")
+acosh = _native_unary("acosh", "Elementwise inverse hyperbolic cosine")
+asin = _native_unary("asin", "Elementwise inverse sine (radians)")
+asinh = _native_unary("asinh", "Elementwise inverse hyperbolic sine")
+atan = _native_unary("atan", "Elementwise inverse tangent (radians)")
+atanh = _native_unary("atanh", "Elementwise inverse hyperbolic tangent")
+cosh = _native_unary("cosh", "Elementwise hyperbolic cosine")
+sinh = _native_unary("sinh", "Elementwise hyperbolic sine")
+tan = _native_unary("tan", "Elementwise tangent of radians")
+expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
+log2 = _native_unary("log2", "Elementwise base-2 logarithm")
+log10 = _native_unary("log10", "Elementwise base-10 logarithm")
+
+
+def _rounding(name: str, doc: str):
+    def fn(x: Any, /) -> Tensor:
+        x = as_tensor(x)
+        if x._dtype.kind != "f":
+            return ops.astype(x, x._dtype)  # integers are already whole: a copy
+        return wrap(x, call(x, name, x._native), x._dtype)
+
+    fn.__name__ = name
+    fn.__doc__ = doc + "; integer input is returned unchanged (a copy)."
+    return fn
+
+
+ceil = _rounding("ceil", "Elementwise smallest integer value not below x")
+trunc = _rounding("trunc", "Elementwise x rounded toward zero")
+round = _rounding("round", "Elementwise x rounded to the nearest integer, halves to even")
+
+
+def sign(x: Any, /) -> Tensor:
+    """Elementwise -1, 0 or 1 (NaN stays NaN)."""
+    x = as_tensor(x)
+    if x._dtype is _dt.bool:
+        raise TypeError("Expected a numeric tensor for sign. Received: bool")
+    return wrap(x, call(x, "sign", x._native), x._dtype)
+
+
+def positive(x: Any, /) -> Tensor:
+    """``+x``: a copy."""
+    x = as_tensor(x)
+    return ops.astype(x, x._dtype)
+
+
+def _float_predicate(name: str, on_integers: bool, doc: str):
+    def fn(x: Any, /) -> Tensor:
+        x = as_tensor(x)
+        if x._dtype.kind != "f":
+            out = (x == x) if on_integers else (x != x)
+            return out
+        return wrap(x, call(x, name, x._native), _dt.bool)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+isnan = _float_predicate("isnan", False, "Elementwise: is x NaN (never, for integers).")
+isinf = _float_predicate("isinf", False, "Elementwise: is x infinite (never, for integers).")
+isfinite = _float_predicate("isfinite", True, "Elementwise: is x finite (always, for integers).")
+
+
+def signbit(x: Any, /) -> Tensor:
+    """Elementwise: is the sign bit set (true for -0.0 and negative NaN)."""
+    x = floating(as_tensor(x))
+    return wrap(x, call(x, "signbit", x._native), _dt.bool)
+
+
+def _pair(x1: Any, x2: Any, floating_only: bool = False) -> tuple[Tensor, Tensor]:
+    """Two Tensors of one dtype and device; a Python scalar takes the tensor's dtype (lifted
+    to float32 only where a float meets an integer tensor)."""
+    if not isinstance(x1, Tensor) and isinstance(x2, Tensor):
+        b, a = _pair(x2, x1, floating_only)
+        return a, b
+    x1 = as_tensor(x1)
+    if isinstance(x2, (bool, int, float)):
+        dt = _dt.scalar_result_type(x1._dtype, x2)
+        x2 = creation.full((), x2, dtype=dt, device=x1.device)
+    else:
+        x2 = as_tensor(x2, x1)
+        check_same(x1, x2)
+        dt = _dt.result_type(x1._dtype, x2._dtype)
+    if floating_only and dt.kind != "f":
+        dt = _dt.float32
+    return ops.astype(x1, dt, copy=False), ops.astype(x2, dt, copy=False)
+
+
+def _float_binary(name: str, doc: str):
+    def fn(x1: Any, x2: Any, /) -> Tensor:
+        a, b = _pair(x1, x2, floating_only=True)
+        return wrap(a, call(a, name, a._native, b._native), a._dtype)
+
+    fn.__name__ = name
+    fn.__doc__ = doc + "; integer input is computed in float32."
+    return fn
+
+
+atan2 = _float_binary("atan2", "Elementwise angle of the point (x2, x1), in radians")
+hypot = _float_binary("hypot", "Elementwise sqrt(x1**2 + x2**2) without overflow")
+copysign = _float_binary("copysign", "Elementwise |x1| with the sign of x2")
+logaddexp = _float_binary("logaddexp", "Elementwise log(exp(x1) + exp(x2)) without overflow")
+
+
+def _same(x1: Any, x2: Any) -> Tensor:
+    return as_tensor(x1, x2 if isinstance(x2, Tensor) else None)
+
+
+def not_equal(x1: Any, x2: Any, /) -> Tensor:
+    return _same(x1, x2) != x2
+
+
+def less_equal(x1: Any, x2: Any, /) -> Tensor:
+    return _same(x1, x2) <= x2
+
+
+def greater_equal(x1: Any, x2: Any, /) -> Tensor:
+    return _same(x1, x2) >= x2
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Tensor:
+    return _same(x1, x2) // x2
+
+
+def remainder(x1: Any, x2: Any, /) -> Tensor:
+    return _same(x1, x2) % x2
+
+
+def _bool_or_int(name: str, bool_name: str | None, doc: str):
+    def fn(x1: Any, x2: Any, /) -> Tensor:
+        a, b = _pair(x1, x2)
+        if a._dtype.kind == "f" or (bool_name is None and a._dtype is _dt.bool):
+            kinds = "integer or bool" if bool_name else "integer"
+            raise TypeError(f"Expected {kinds} tensors for {name}. Received: {a._dtype}")
+        native = bool_name if a._dtype is _dt.bool else name
+        return wrap(a, call(a, native, a._native, b._native), a._dtype)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+bitwise_and = _bool_or_int("bitwise_and", "logical_and", "Elementwise bitwise AND.")
+bitwise_or = _bool_or_int("bitwise_or", "logical_or", "Elementwise bitwise OR.")
+bitwise_xor = _bool_or_int("bitwise_xor", "not_equal", "Elementwise bitwise XOR.")
+bitwise_left_shift = _bool_or_int("bitwise_left_shift", None, "Elementwise x1 << x2.")
+bitwise_right_shift = _bool_or_int("bitwise_right_shift", None, "Elementwise x1 >> x2.")
+
+
+def bitwise_invert(x: Any, /) -> Tensor:
+    """Elementwise bitwise NOT (logical NOT for bool)."""
+    x = as_tensor(x)
+    if x._dtype.kind == "f":
+        raise TypeError("Expected an integer or bool tensor for bitwise_invert. Received: float")
+    name = "logical_not" if x._dtype is _dt.bool else "bitwise_invert"
+    return wrap(x, call(x, name, x._native), x._dtype)
+
+
+def _logical(name: str, native: str):
+    def fn(x1: Any, x2: Any, /) -> Tensor:
+        a = ops.astype(_same(x1, x2), _dt.bool, copy=False)
+        b = ops.astype(as_tensor(x2, a), _dt.bool, copy=False)
+        return wrap(a, call(a, native, a._native, b._native), _dt.bool)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name.split('_')[1].upper()} of the truth values."
+    return fn
+
+
+logical_and = _logical("logical_and", "logical_and")
+logical_or = _logical("logical_or", "logical_or")
+logical_xor = _logical("logical_xor", "not_equal")
+
+
+def logical_not(x: Any, /) -> Tensor:
+    """Elementwise NOT of the truth values."""
+    x = ops.astype(as_tensor(x), _dt.bool, copy=False)
+    return wrap(x, call(x, "logical_not", x._native), _dt.bool)
+
+
+# ---------------------------------------------------------------- reductions and statistics
+
+
+def _truth_reduce(name: str):
+    def fn(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:
+        x = ops.astype(as_tensor(x), _dt.bool, copy=False)
+        axes = ops._axes(x, axis)
+        return wrap(x, call(x, name, x._native, axes, keepdims), _dt.bool)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Whether {name} elements along ``axis`` are true."
+    return fn
+
+
+all = _truth_reduce("all")
+any = _truth_reduce("any")
+
+
+def var(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """Variance along ``axis`` with ``correction`` degrees of freedom subtracted (Bessel's
+    correction is ``correction=1``); integer input is computed in float32."""
+    x = floating(as_tensor(x))
+    axes = ops._axes(x, axis)
+    axes = tuple(range(x.ndim)) if axes is None else axes
+    n = math.prod(x.shape[a] for a in axes)
+    d = x - ops.mean(x, axis=axes, keepdims=True)
+    return ops.sum(d * d, axis=axes, keepdims=keepdims) / builtins.max(n - correction, 0)
+
+
+def std(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """Standard deviation: the square root of ``var``."""
+    return ops.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Tensor:
+    """Running sums along ``axis`` (required unless ``x`` is 1-d); bool and integer input sums
+    in int64, as ``sum`` does."""
+    x = as_tensor(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"Expected axis= for a {x.ndim}-d tensor. Received: axis=None")
+        axis = 0
+    ax = ops._axis(x, axis)
+    dt = _dt.as_dtype(dtype) if dtype is not None else x._dtype
+    if dtype is None and dt.kind != "f" and dt is not _dt.int64:
+        dt = _dt.int64
+    if dt is not x._dtype:
+        x = cast(x, dt)
+    out = wrap(x, call(x, "cumulative_sum", x._native, ax), dt)
+    if include_initial:
+        shape = list(x.shape)
+        shape[ax] = 1
+        out = ops.concat([creation.zeros(tuple(shape), dtype=dt, device=x.device), out], axis=ax)
+    return out
+
+
+# ---------------------------------------------------------------- sorting and searching
+
+
+def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """Values sorted along ``axis`` (stable)."""
+    x = as_tensor(x)
+    ax = ops._axis(x, axis)
+    return wrap(x, call(x, "sort", x._native, ax, descending), x._dtype)
+
+
+def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """Indices (int64) that sort ``x`` along ``axis`` (stable: ties keep their order)."""
+    x = as_tensor(x)
+    ax = ops._axis(x, axis)
+    return wrap(x, call(x, "argsort", x._native, ax, descending), _dt.int64)
+
+
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Tensor:
+    """Insertion indices (int64) of ``x2`` into the sorted 1-d ``x1``."""
+    x1 = as_tensor(x1)
+    if x1.ndim != 1:
+        raise ValueError(f"Expected a 1-d sorted tensor. Received: shape {x1.shape}")
+    if side not in ("left", "right"):
+        raise ValueError(f"Expected side 'left' or 'right'. Received: {side!r}")
+    if sorter is not None:
+        x1 = take(x1, sorter)
+    x2 = as_tensor(x2, x1)
+    check_same(x1, x2)
+    dt = _dt.result_type(x1._dtype, x2._dtype)
+    a, b = ops.astype(x1, dt, copy=False), ops.astype(x2, dt, copy=False)
+    return wrap(x1, call(x1, "searchsorted", a._native, b._native, side), _dt.int64)
+
+
+def nonzero(x: Any, /) -> tuple[Tensor, ...]:
+    """Indices (int64) of the non-zero elements, one tensor per axis."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        raise ValueError("Expected a tensor of at least one dimension for nonzero. Received: 0-d")
+    return tuple(wrap(x, n, _dt.int64) for n in call(x, "nonzero", x._native))
+
+
+class UniqueAllResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+    inverse_indices: Tensor
+    counts: Tensor
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Tensor
+    counts: Tensor
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Tensor
+    inverse_indices: Tensor
+
+
+def _unique(x: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(flattened x, its stable sort order, the sorted values, where each run of equal sorted
+    values starts): the pieces every unique_* function is built from, all native ops."""
+    x = as_tensor(x)
+    flat = ops.reshape(x, (-1,))
+    order = argsort(flat)
+    s = take(flat, order)
+    if s.shape[0] == 0:
+        return flat, order, s, creation.zeros((0,), dtype=_dt.int64, device=x.device)
+    first = creation.full((1,), True, dtype=_dt.bool, device=x.device)
+    starts = nonzero(ops.concat([first, s[1:] != s[:-1]]))[0]
+    return flat, order, s, starts
+
+
+def _counts(starts: Tensor, n: int) -> Tensor:
+    end = creation.full((1,), n, dtype=_dt.int64, device=starts.device)
+    bounds = ops.concat([starts, end])
+    return bounds[1:] - bounds[:-1]
+
+
+def unique_values(x: Any, /) -> Tensor:
+    """The distinct values of ``x``, sorted, as a 1-d tensor."""
+    _, _, s, starts = _unique(x)
+    return take(s, starts)
+
+
+def unique_counts(x: Any, /) -> UniqueCountsResult:
+    """The distinct values of ``x`` (sorted) and how often each occurs (int64)."""
+    _, _, s, starts = _unique(x)
+    return UniqueCountsResult(take(s, starts), _counts(starts, s.shape[0]))
+
+
+def unique_inverse(x: Any, /) -> UniqueInverseResult:
+    """The distinct values of ``x`` (sorted) and, for each element of ``x`` (in its shape),
+    the index of its value among them."""
+    x = as_tensor(x)
+    flat, _, s, starts = _unique(x)
+    values = take(s, starts)
+    inverse = ops.reshape(searchsorted(values, flat), x.shape)
+    return UniqueInverseResult(values, inverse)
+
+
+def unique_all(x: Any, /) -> UniqueAllResult:
+    """Distinct values (sorted), the first index of each in the flattened ``x``, the inverse
+    indices (in x's shape) and the counts."""
+    x = as_tensor(x)
+    flat, order, s, starts = _unique(x)
+    values = take(s, starts)
+    inverse = ops.reshape(searchsorted(values, flat), x.shape)
+    return UniqueAllResult(values, take(order, starts), inverse, _counts(starts, s.shape[0]))
+
+
+# ---------------------------------------------------------------- indexing and shapes
+
+
+def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (optional for 1-d ``x``)."""
+    x = as_tensor(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"Expected axis= for a {x.ndim}-d tensor. Received: axis=None")
+        axis = 0
+    idx = as_tensor(indices, x)
+    check_same(x, idx)
+    if idx._dtype.kind not in "iu":
+        raise TypeError(f"Expected integer indices. Received: {idx._dtype}")
+    idx = ops.astype(idx, _dt.int64, copy=False)
+    return wrap(x, call(x, "take", x._native, idx._native, ops._axis(x, axis)), x._dtype)
+
+
+def flip(x: Any, /, *, axis: Any = None) -> Tensor:
+    """``x`` reversed along ``axis`` (all axes by default)."""
+    x = as_tensor(x)
+    axes = ops._axes(x, axis)
+    axes = tuple(range(x.ndim)) if axes is None else axes
+    return wrap(x, call(x, "flip", x._native, axes), x._dtype)
+
+
+def roll(x: Any, /, shift: int | Sequence[int], *, axis: Any = None) -> Tensor:
+    """``x`` shifted cyclically by ``shift`` along ``axis`` (the flattened tensor by default)."""
+    x = as_tensor(x)
+    if axis is None:
+        flat = ops.reshape(x, (-1,))
+        s = shift if isinstance(shift, int) else builtins.sum(shift)
+        return ops.reshape(wrap(x, call(x, "roll", flat._native, (s,), (0,)), x._dtype), x.shape)
+    axes = ops._axes(x, axis)
+    shifts = (shift,) * len(axes) if isinstance(shift, int) else tuple(shift)
+    if len(shifts) != len(axes):
+        raise ValueError(f"Expected one shift per axis. Received: {shifts} for axes {axes}")
+    return wrap(x, call(x, "roll", x._native, shifts, axes), x._dtype)
+
+
+def broadcast_to(x: Any, /, shape: Sequence[int]) -> Tensor:
+    """``x`` broadcast to ``shape`` (NumPy's rules)."""
+    x = as_tensor(x)
+    shape = tuple(int(s) for s in shape)
+    try:
+        np.broadcast_shapes(x.shape, shape)
+        ok = np.broadcast_shapes(x.shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"Expected a shape that {x.shape} broadcasts to. Received: {shape}")
+    return wrap(x, call(x, "broadcast_to", x._native, shape), x._dtype)
+
+
+def broadcast_arrays(*arrays: Any) -> list[Tensor]:
+    """The tensors broadcast against each other."""
+    ts = [as_tensor(a) for a in arrays]
+    try:
+        shape = np.broadcast_shapes(*(t.shape for t in ts))
+    except ValueError:
+        raise ValueError(
+            f"Expected shapes that broadcast together. Received: {[t.shape for t in ts]}"
+        ) from None
+    return [broadcast_to(t, shape) for t in ts]
+
+
+def moveaxis(x: Any, source: Any, destination: Any, /) -> Tensor:
+    """``x`` with axes ``source`` moved to positions ``destination``."""
+    x = as_tensor(x)
+    src = ops._axes(x, source)
+    dst = ops._axes(x, destination)
+    if len(src) != len(dst):
+        raise ValueError(f"Expected as many sources as destinations. Received: {src}, {dst}")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return ops.permute_dims(x, order)
+
+
+def matrix_transpose(x: Any, /) -> Tensor:
+    """``x`` with its last two axes swapped."""
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise ValueError(f"Expected at least 2 dimensions. Received: shape {x.shape}")
+    return ops.transpose(x, -2, -1)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Tensor, ...]:
+    """The slices of ``x`` along ``axis``."""
+    x = as_tensor(x)
+    ax = ops._axis(x, axis)
+    lead = (slice(None),) * ax
+    return tuple(x[(*lead, i)] for i in range(x.shape[ax]))
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Tensor:
+    """Each element repeated ``repeats`` times (an int, or an int tensor, one per element)."""
+    x = as_tensor(x)
+    if axis is None:
+        x, axis = ops.reshape(x, (-1,)), 0
+    ax = ops._axis(x, axis)
+    if isinstance(repeats, Tensor):
+        check_same(x, repeats)
+        reps: Any = ops.astype(repeats, _dt.int64, copy=False)._native
+    else:
+        reps = int(repeats)
+    return wrap(x, call(x, "repeat", x._native, reps, ax), x._dtype)
+
+
+def tile(x: Any, repetitions: Sequence[int], /) -> Tensor:
+    """``x`` repeated ``repetitions[i]`` times along each axis."""
+    x = as_tensor(x)
+    reps = tuple(int(r) for r in repetitions)
+    n = builtins.max(len(reps), x.ndim)
+    reps = (1,) * (n - len(reps)) + reps
+    x = ops.reshape(x, (1,) * (n - x.ndim) + x.shape)
+    return wrap(x, call(x, "tile", x._native, reps), x._dtype)
+
+
+def tril(x: Any, /, *, k: int = 0) -> Tensor:
+    """``x`` with the elements above the ``k``-th diagonal zeroed."""
+    x = as_tensor(x)
+    return wrap(x, call(x, "tril", x._native, int(k)), x._dtype)
+
+
+def triu(x: Any, /, *, k: int = 0) -> Tensor:
+    """``x`` with the elements below the ``k``-th diagonal zeroed."""
+    x = as_tensor(x)
+    return wrap(x, call(x, "triu", x._native, int(k)), x._dtype)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
+    """Dot products of vectors along ``axis`` (broadcasting the rest)."""
+    x1 = as_tensor(x1)
+    x2 = as_tensor(x2, x1)
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(
+            f"Expected equal sizes along axis {axis}. Received: {x1.shape} and {x2.shape}"
+        )
+    return ops.sum(x1 * x2, axis=axis)
+
+
+def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
+    """Sum of products over ``axes`` (an int: the last n of x1 with the first n of x2; or two
+    sequences of axes)."""
+    x1 = as_tensor(x1)
+    x2 = as_tensor(x2, x1)
+    if isinstance(axes, int):
+        a1 = tuple(range(x1.ndim - axes, x1.ndim))
+        a2 = tuple(range(axes))
+    else:
+        a1 = ops._axes(x1, tuple(axes[0])) or ()
+        a2 = ops._axes(x2, tuple(axes[1])) or ()
+    if [x1.shape[a] for a in a1] != [x2.shape[a] for a in a2]:
+        raise ValueError(f"Expected matching contracted sizes. Received: {x1.shape}, {x2.shape}")
+    free1 = [a for a in range(x1.ndim) if a not in a1]
+    free2 = [a for a in range(x2.ndim) if a not in a2]
+    k = math.prod(x1.shape[a] for a in a1)
+    m = ops.reshape(ops.permute_dims(x1, free1 + list(a1)), (-1, k))
+    n = ops.reshape(ops.permute_dims(x2, list(a2) + free2), (k, -1))
+    out_shape = tuple(x1.shape[a] for a in free1) + tuple(x2.shape[a] for a in free2)
+    return ops.reshape(m @ n, out_shape)
+
+
+# ---------------------------------------------------------------- creation
+
+
+def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new tensor of ``shape`` (filled with zeros: no framework exposes uninitialised memory
+    alike)."""
+    return creation.zeros(shape, dtype=dtype, device=device)
+
+
+def empty_like(x: Tensor, /, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return creation.zeros_like(x, dtype=dtype, device=device)
+
+
+def linspace(
+    start: float,
+    stop: float,
+    /,
+    num: int,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    endpoint: bool = True,
+) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (float32 by default)."""
+    dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
+    if num < 0:
+        raise ValueError(f"Expected num >= 0. Received: {num}")
+    steps = builtins.max(num - 1 if endpoint else num, 1)
+    step = (stop - start) / steps
+    i = creation.arange(num, dtype=_dt.float64 if dt is _dt.float64 else _dt.float32, device=device)
+    out = i * step + start
+    if endpoint and num > 1:
+        out[num - 1] = stop
+    return ops.astype(out, dt, copy=False)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Tensor]:
+    """Coordinate grids of 1-d tensors (``indexing`` "xy": Cartesian, "ij": matrix)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Expected indexing 'xy' or 'ij'. Received: {indexing!r}")
+    ts = [as_tensor(a) for a in arrays]
+    n = len(ts)
+    sizes = [t.shape[0] for t in ts]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(ts):
+        pos = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            pos = 1 - i
+        shape = [1] * n
+        shape[pos] = t.shape[0]
+        out.append(broadcast_to(ops.reshape(t, tuple(shape)), tuple(sizes)))
+    return out
+
+
+# ---------------------------------------------------------------- DLPack
+
+
+def _dlpack_device(self: Tensor) -> tuple[int, int]:
+    """(device type, index) in DLPack's codes: 1 CPU, 2 CUDA."""
+    return (1, 0) if self._dev.type == "cpu" else (2, self._dev.index)
+
+
+def _dlpack(
+    self: Tensor,
+    *,
+    stream: Any = None,
+    max_version: Any = None,
+    dl_device: Any = None,
+    copy: Any = None,
+) -> Any:
+    """A DLPack capsule sharing this tensor's memory."""
+    return call(self, "to_dlpack", self._native)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A Tensor of the current backend sharing the memory of any DLPack producer (``x`` has
+    ``__dlpack__``)."""
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(
+            f"Expected an object with __dlpack__ (a tensor or array). Received: {type(x).__name__}"
+        )
+    bk = registry.current()
+    if isinstance(x, Tensor) and x._bk is bk:
+        native = x._native  # the same framework: share the tensor itself
+    elif bk.tensor_types and isinstance(x, bk.tensor_types):
+        native = x
+    else:
+        native = bk.ops.from_dlpack(x)
+    t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
+    return t if device is None else t.to(device, copy=builtins.bool(copy))
+
+
+# ---------------------------------------------------------------- array object
+
+
+def _array_namespace(self: Tensor, /, *, api_version: str | None = None) -> Any:
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(
+            f"Expected api_version None or one up to '2023.12'. Received: {api_version!r}"
+        )
+    import multidev
+
+    return multidev
+
+
+def install() -> None:
+    """Attach the Array API's dunders and methods to ``Tensor``."""
+    methods: dict[str, Any] = {
+        "__array_namespace__": _array_namespace,
+        "__dlpack__": _dlpack,
+        "__dlpack_device__": _dlpack_device,
+        "__pos__": positive,
+        "__xor__": lambda self, other: bitwise_xor(self, other),
+        "__rxor__": lambda self, other: bitwise_xor(_same(other, self), self),
+        "__lshift__": lambda self, other: bitwise_left_shift(self, other),
+        "__rlshift__": lambda self, other: bitwise_left_shift(_same(other, self), self),
+        "__rshift__": lambda self, other: bitwise_right_shift(self, other),
+        "__rrshift__": lambda self, other: bitwise_right_shift(_same(other, self), self),
+        "mT": property(matrix_transpose),
+    }
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
+
+
+install()
