@@ -37,6 +37,7 @@ nox.options.sessions = [
     "training",
     "resume",
     "lint",
+    "typecheck",
 ]
 
 
@@ -283,3 +284,11 @@ def lint(session: nox.Session) -> None:
     session.install("-c", "constraints/tools.txt", "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over src/ and backends/ ([tool.mypy] in pyproject.toml; the frameworks are not
+    installed and are typed as Any)."""
+    session.install("-c", "constraints/tools.txt", "mypy")
+    session.run("mypy")

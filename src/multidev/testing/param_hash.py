@@ -69,8 +69,8 @@ def check(paths: list[Path]) -> int:
         return 1
     hashes = {h for _, h, _ in entries}
     width = max(len(b) for b, _, _ in entries)
-    for backend, h, path in entries:
-        print(f"{backend:<{width}}  {h}  ({path})")
+    for backend, h, source in entries:
+        print(f"{backend:<{width}}  {h}  ({source})")
     if len(hashes) == 1:
         print(f"all {len(entries)} agree")
         return 0
