@@ -523,3 +523,11 @@ def array_api(session: nox.Session, backend: str) -> None:
         *session.posargs,
         env=env,
     )
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over src/ and backends/ ([tool.mypy] in pyproject.toml; the frameworks are not
+    installed and are typed as Any)."""
+    session.install("-c", "constraints/tools.txt", "mypy")
+    session.run("mypy")

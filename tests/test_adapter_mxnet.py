@@ -3,15 +3,15 @@ where MXNet's own kernels differ from NumPy and the adapter makes up for it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 
 mx = pytest.importorskip("mxnet")
+
+from conftest import run_python  # noqa: E402
 
 import multidev as md  # noqa: E402
 from multidev import registry  # noqa: E402
@@ -34,28 +34,13 @@ def bk():
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k != "MULTIDEV_BACKEND"}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120
-    )
+    return run_python(code, check=False, timeout=120, **env)
 
 
 MX_DTYPES = [md.bool, md.uint8, md.int8, md.int32, md.int64, md.float16, md.float32, md.float64]
 
 
 # ---------------------------------------------------------------- selection and devices
-
-
-def test_environment_selects_mxnet_and_import_alone_loads_nothing():
-    r = _run(
-        "import sys, multidev as md\n"
-        "print('mxnet' in sys.modules)\n"
-        "print(md.get_backend(), 'mxnet' in sys.modules)\n",
-        MULTIDEV_BACKEND="mxnet",
-    )
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "mxnet", "True"]
 
 
 def test_cpu_contexts_are_devices(bk):

@@ -23,6 +23,7 @@ from pathlib import Path
 import google_crc32c
 import numpy as np
 import pytest
+from conftest import run_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -575,13 +576,7 @@ def test_save_paths(tmp_path):
 
 
 def _run(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *args],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_python(script, *args, timeout=timeout, check=False, MULTIDEV_BACKEND=BK.name)
 
 
 def test_full_disk_keeps_previous_file(tmp_path):

@@ -9,12 +9,9 @@ Whether CUDA itself stays uninitialised is only shown by the GPU-marked test, on
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from conftest import run_python
 
 import multidev as md
 from multidev import gpus, registry
@@ -85,15 +82,7 @@ print(json.dumps({{"gpus": n, "child": os.waitstatus_to_exitcode(status)}}))
 
 
 def _count_then_fork(on_gpu: bool) -> dict:
-    env = dict(os.environ, MULTIDEV_BACKEND=registry.current().name)
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_FORK.format(on_gpu=on_gpu))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_python(_FORK.format(on_gpu=on_gpu), MULTIDEV_BACKEND=registry.current().name)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import mxnet as mx
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group
+from multidev.distributed.group import DistributedError, Group, Job
 from multidev.distributed.launch import Proc
 
 __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
@@ -64,38 +64,29 @@ def _dmlc(master_addr: str, master_port: int, world_size: int) -> dict[str, str]
     }
 
 
-def start(
-    *,
-    rank: int,
-    world_size: int,
-    local_rank: int,
-    master_addr: str,
-    master_port: int,
-    backend: str | None,
-    timeout: float,
-) -> MXNetGroup:
+def start(job: Job) -> MXNetGroup:
     """Join the job as a ``dist_sync`` kvstore worker (the scheduler at
     ``master_addr:master_port`` and one server must be running: ``multidev launch`` starts
     them)."""
-    kind = backend or "dist_sync"
+    kind = job.backend or "dist_sync"
     if kind not in ("dist_sync", "dist_sync_device"):
         raise ValueError(
             f"Expected backend 'dist_sync' or 'dist_sync_device' on MXNet. Received: {kind!r}"
         )
-    os.environ.update(_dmlc(master_addr, master_port, world_size), DMLC_ROLE="worker")
+    os.environ.update(_dmlc(job.master_addr, job.master_port, job.world_size), DMLC_ROLE="worker")
     try:
         kv = mx.kv.create(kind)
     except mx.base.MXNetError as e:
         raise DistributedError(
-            f"Expected MXNet's scheduler at {master_addr}:{master_port}. Received: {e}. Start "
-            "the workers with `multidev launch`, which starts the scheduler and the server."
+            f"Expected MXNet's scheduler at {job.master_addr}:{job.master_port}. Received: {e}. "
+            "Start the workers with `multidev launch`, which starts the scheduler and the server."
         ) from e
-    if kv.num_workers != world_size:
+    if kv.num_workers != job.world_size:
         raise DistributedError(
-            f"Expected {world_size} workers. Received: a kvstore with {kv.num_workers}. Give "
+            f"Expected {job.world_size} workers. Received: a kvstore with {kv.num_workers}. Give "
             "every worker the same WORLD_SIZE."
         )
-    return MXNetGroup(kv, local_rank)
+    return MXNetGroup(kv, job.local_rank)
 
 
 def helper_processes(

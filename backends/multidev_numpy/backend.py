@@ -26,7 +26,6 @@ class Backend(AdapterBase):
     framework: ClassVar[Framework] = FRAMEWORK
     capabilities = frozenset({"bfloat16", "float16", "float64"})
     tensor_types = (np.ndarray,)
-    reference = None  # the NumPy backend is the reference itself
     dtypes = NATIVE
     ops = OPS
 

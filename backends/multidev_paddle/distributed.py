@@ -10,7 +10,7 @@ import paddle
 import paddle.distributed as pdist
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group
+from multidev.distributed.group import DistributedError, Group, Job
 
 __all__ = ["PaddleGroup", "start"]
 
@@ -37,50 +37,37 @@ class PaddleGroup(Group):
             pdist.barrier()
 
 
-def start(
-    *,
-    rank: int,
-    world_size: int,
-    local_rank: int,
-    master_addr: str,
-    master_port: int,
-    backend: str | None,
-    timeout: float,
-) -> PaddleGroup:
+def start(job: Job) -> PaddleGroup:
     """Join the group through ``paddle.distributed.init_parallel_env`` (its TCP store at
     ``master_addr:master_port``)."""
     gpus = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
-    engine = backend or ("nccl" if local_rank < gpus else "gloo")
+    engine = job.backend or ("nccl" if job.local_rank < gpus else "gloo")
     if engine not in ("gloo", "nccl"):
         raise ValueError(f"Expected backend 'gloo' or 'nccl' on paddle. Received: {engine!r}")
-    if engine == "nccl" and local_rank >= gpus:
+    if engine == "nccl" and job.local_rank >= gpus:
         raise DistributedError(
-            f"Expected a GPU for local rank {local_rank} with NCCL. Received: {gpus} GPUs on "
+            f"Expected a GPU for local rank {job.local_rank} with NCCL. Received: {gpus} GPUs on "
             "this machine. Start at most one process per GPU, or use backend='gloo'."
         )
-    device = Device("gpu", local_rank) if engine == "nccl" else Device("cpu", 0)
-    endpoints = [f"{master_addr}:{master_port + i}" for i in range(world_size)]
+    device = Device("gpu", job.local_rank) if engine == "nccl" else Device("cpu", 0)
+    endpoints = [f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)]
     os.environ.update(
-        PADDLE_TRAINER_ID=str(rank),
-        PADDLE_TRAINERS_NUM=str(world_size),
+        PADDLE_TRAINER_ID=str(job.rank),
+        PADDLE_TRAINERS_NUM=str(job.world_size),
         PADDLE_TRAINER_ENDPOINTS=",".join(endpoints),
-        PADDLE_CURRENT_ENDPOINT=endpoints[rank],
+        PADDLE_CURRENT_ENDPOINT=endpoints[job.rank],
         PADDLE_DISTRI_BACKEND=engine,
-        PADDLE_RANK_IN_NODE=str(local_rank),
-        MASTER_ADDR=master_addr,
-        MASTER_PORT=str(master_port),
-        FLAGS_stop_check_timeout=str(max(1, int(timeout))),
+        PADDLE_RANK_IN_NODE=str(job.local_rank),
+        MASTER_ADDR=job.master_addr,
+        MASTER_PORT=str(job.master_port),
+        FLAGS_stop_check_timeout=str(max(1, int(job.timeout))),
     )
     if engine == "nccl":
-        os.environ.update(FLAGS_selected_gpus=str(local_rank))
-        paddle.set_device(f"gpu:{local_rank}")
-    if world_size > 1:
+        os.environ.update(FLAGS_selected_gpus=str(job.local_rank))
+        paddle.set_device(f"gpu:{job.local_rank}")
+    if job.world_size > 1:
         try:
             pdist.init_parallel_env()
         except (RuntimeError, ValueError, AssertionError) as e:
-            raise DistributedError(
-                f"Expected all {world_size} ranks to meet at {master_addr}:{master_port} within "
-                f"{timeout:g} s. Received: {e}. Check that every worker was started with the "
-                "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE."
-            ) from e
-    return PaddleGroup(rank, world_size, local_rank, device, engine)
+            raise job.meeting_error(e) from e
+    return PaddleGroup(job.rank, job.world_size, job.local_rank, device, engine)

@@ -142,7 +142,7 @@ def _clip(x, lo, hi):
     """NumPy's clip: None means unbounded; integer tensors keep their dtype (float bounds are
     truncated, as NumPy's cast back does); lo > hi gives hi everywhere."""
     dt = md_dtype(x.dtype)
-    if dt in FLOATS:
+    if dt is None or dt in FLOATS:
         lo = -_INF if lo is None else float(lo)
         hi = _INF if hi is None else float(hi)
     else:

@@ -122,6 +122,7 @@ class Backend(Jit, Autograd, AdapterBase):
         "for complex values."
     )
     move_hint = "Copy it to '/CPU:0' with tf.identity first."
+    _devices: list[Device]  # listed once, when the adapter is made
 
     def __init__(self) -> None:
         super().__init__()
@@ -148,10 +149,9 @@ class Backend(Jit, Autograd, AdapterBase):
     # ---------------------------------------------------------------- devices
     def list_devices(self) -> list[Device]:
         """TensorFlow's logical CPU and GPU devices, CPUs first, each by index."""
-        found = {_parse_name(d.name) for d in tf.config.list_logical_devices()}
-        found.discard(None)
-        found.add(Device("cpu", 0))
-        return sorted(found, key=lambda d: (d.type != "cpu", d.index))  # type: ignore[union-attr]
+        named = (_parse_name(d.name) for d in tf.config.list_logical_devices())
+        found = {d for d in named if d is not None} | {Device("cpu", 0)}
+        return sorted(found, key=lambda d: (d.type != "cpu", d.index))
 
     def default_device(self) -> Device:
         return self._default

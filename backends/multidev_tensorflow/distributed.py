@@ -11,7 +11,7 @@ from typing import Any
 import tensorflow as tf
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group
+from multidev.distributed.group import DistributedError, Group, Job
 
 __all__ = ["TFGroup", "recorded_copy", "start", "worker_envs"]
 
@@ -71,43 +71,35 @@ def _tf_config(addresses: list[str], rank: int) -> str:
     return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": rank}})
 
 
-def start(
-    *,
-    rank: int,
-    world_size: int,
-    local_rank: int,
-    master_addr: str,
-    master_port: int,
-    backend: str | None,
-    timeout: float,
-) -> TFGroup:
+def start(job: Job) -> TFGroup:
     """Start the collectives. ``TF_CONFIG`` from the environment if set, else workers at
     ``master_addr:master_port + rank`` (one machine)."""
-    if backend not in (None, "ring", "auto", "nccl"):
+    if job.backend not in (None, "ring", "auto", "nccl"):
         raise ValueError(
-            f"Expected backend None, 'ring', 'auto' or 'nccl' on TensorFlow. Received: {backend!r}"
+            "Expected backend None, 'ring', 'auto' or 'nccl' on TensorFlow. "
+            f"Received: {job.backend!r}"
         )
     gpus = tf.config.list_physical_devices("GPU")
     device = Device("cpu", 0)
     if gpus:  # one GPU per worker: the local rank's, seen as /GPU:0
-        if local_rank >= len(gpus):
+        if job.local_rank >= len(gpus):
             raise DistributedError(
-                f"Expected a GPU for local rank {local_rank}. Received: {len(gpus)} GPUs on this "
-                "machine. Start at most one process per GPU."
+                f"Expected a GPU for local rank {job.local_rank}. Received: {len(gpus)} GPUs on "
+                "this machine. Start at most one process per GPU."
             )
-        tf.config.set_visible_devices(gpus[local_rank], "GPU")
+        tf.config.set_visible_devices(gpus[job.local_rank], "GPU")
         device = Device("gpu", 0)
     if "TF_CONFIG" not in os.environ:
-        workers = [f"{master_addr}:{master_port + i}" for i in range(world_size)]
-        os.environ["TF_CONFIG"] = _tf_config(workers, rank)
+        workers = [f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)]
+        os.environ["TF_CONFIG"] = _tf_config(workers, job.rank)
     impl = {
         None: tf.distribute.experimental.CommunicationImplementation.AUTO,
         "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
         "ring": tf.distribute.experimental.CommunicationImplementation.RING,
         "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
-    }[backend]
+    }[job.backend]
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=impl, timeout_seconds=timeout
+        implementation=impl, timeout_seconds=job.timeout
     )
     try:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
@@ -117,13 +109,13 @@ def start(
             f"Received: {e}. Call md.distributed.init_process_group() first in the script."
         ) from e
     ctx = strategy.cluster_resolver
-    if ctx.task_id != rank or strategy.num_replicas_in_sync != world_size:
+    if ctx.task_id != job.rank or strategy.num_replicas_in_sync != job.world_size:
         raise DistributedError(
-            f"Expected TF_CONFIG to describe rank {rank} of {world_size}. Received: task "
+            f"Expected TF_CONFIG to describe rank {job.rank} of {job.world_size}. Received: task "
             f"{ctx.task_id} with {strategy.num_replicas_in_sync} replicas. Set RANK and "
             "WORLD_SIZE to match TF_CONFIG, or leave TF_CONFIG unset."
         )
-    return TFGroup(strategy, rank, world_size, local_rank, device, timeout)
+    return TFGroup(strategy, job.rank, job.world_size, job.local_rank, device, job.timeout)
 
 
 def worker_envs(

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group
+from multidev.distributed.group import DistributedError, Group, Job
 
 __all__ = ["TorchGroup", "framework_launcher", "start"]
 
@@ -42,48 +42,35 @@ class TorchGroup(Group):
             dist.destroy_process_group()
 
 
-def start(
-    *,
-    rank: int,
-    world_size: int,
-    local_rank: int,
-    master_addr: str,
-    master_port: int,
-    backend: str | None,
-    timeout: float,
-) -> TorchGroup:
+def start(job: Job) -> TorchGroup:
     """Join the group through ``torch.distributed.init_process_group`` (``env://``)."""
     gpus = torch.cuda.device_count()
-    engine = backend or ("nccl" if local_rank < gpus else "gloo")
+    engine = job.backend or ("nccl" if job.local_rank < gpus else "gloo")
     if engine not in ("gloo", "nccl"):
         raise ValueError(f"Expected backend 'gloo' or 'nccl' on torch. Received: {engine!r}")
     if engine == "nccl":
-        if local_rank >= gpus:
+        if job.local_rank >= gpus:
             raise DistributedError(
-                f"Expected a GPU for local rank {local_rank} with NCCL. Received: {gpus} GPUs "
+                f"Expected a GPU for local rank {job.local_rank} with NCCL. Received: {gpus} GPUs "
                 "on this machine. Start at most one process per GPU, or use backend='gloo'."
             )
-        torch.cuda.set_device(local_rank)
-        device = Device("gpu", local_rank)
+        torch.cuda.set_device(job.local_rank)
+        device = Device("gpu", job.local_rank)
     else:
         device = Device("cpu", 0)
-    os.environ["MASTER_ADDR"] = master_addr
-    os.environ["MASTER_PORT"] = str(master_port)
+    os.environ["MASTER_ADDR"] = job.master_addr
+    os.environ["MASTER_PORT"] = str(job.master_port)
     try:
         dist.init_process_group(
             engine,
             init_method="env://",
-            rank=rank,
-            world_size=world_size,
-            timeout=datetime.timedelta(seconds=timeout),
+            rank=job.rank,
+            world_size=job.world_size,
+            timeout=datetime.timedelta(seconds=job.timeout),
         )
     except (RuntimeError, ValueError) as e:
-        raise DistributedError(
-            f"Expected all {world_size} ranks to meet at {master_addr}:{master_port} within "
-            f"{timeout:g} s. Received: {e}. Check that every worker was started with the "
-            "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE."
-        ) from e
-    return TorchGroup(rank, world_size, local_rank, device, engine)
+        raise job.meeting_error(e) from e
+    return TorchGroup(job.rank, job.world_size, job.local_rank, device, engine)
 
 
 def framework_launcher(

@@ -59,6 +59,8 @@ def device(type: Any, index: int | None = None) -> Device:
 
 
 class _TensorType(type):
+    dtype: _dt.DType
+
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype
 

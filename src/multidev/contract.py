@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -256,7 +256,7 @@ def missing_members(adapter: Any) -> list[str]:
     missing = {n for n in _members(Adapter) if not hasattr(adapter, n)}
     ops = getattr(adapter, "ops", None)
     missing |= {f"ops.{n}" for n in _members(OpTable) if not hasattr(ops, n)}
-    caps = getattr(adapter, "capabilities", frozenset())
+    caps: frozenset[str] = getattr(adapter, "capabilities", frozenset())
     for cap, protocol in (("autograd", Autograd), ("dlpack", DLPack)):
         if cap in caps:
             missing |= {n for n in _members(protocol) if not hasattr(adapter, n)}
@@ -300,6 +300,13 @@ class AdapterBase:
     convert_hint = "Convert it to one of those first."
     #: how to move a native tensor off a place multidev does not know, for the error message
     move_hint = "Move it to the CPU first."
+    #: the op table, set by each adapter (``op_table(...)``)
+    ops: OpTable
+
+    if TYPE_CHECKING:  # supplied by every adapter
+
+        def from_numpy(self, arr: np.ndarray, dev: Device) -> Any: ...
+        def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -450,7 +457,7 @@ class AdapterBase:
     def seed(self, seed: int) -> None:
         """Seed the framework's own generator (dropout, native initialisers)."""
 
-    def full(self, shape, value, dt, dev):
+    def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
         return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
 
     def make_variable(self, x: Any) -> Any:
@@ -526,7 +533,7 @@ NAMESPACE_OPS = (
 
 def op_table(
     namespace: Any, /, *, wrap: Callable[[Any, str], Any] | None = None, **lowerings: Any
-) -> PythonOperatorOps:
+) -> OpTable:
     """An adapter's op table: ``lowerings`` (op name -> native function) where the framework
     spells an op differently, the ``NAMESPACE_OPS`` from ``namespace`` (through
     ``wrap(fn, name)`` where given) for the others, and Python's operators for the rest."""
@@ -537,7 +544,8 @@ def op_table(
     }
     table.update(lowerings)
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
-    return ops()
+    # the class is built from NAMESPACE_OPS and the lowerings: the checker cannot see its members
+    return cast(OpTable, ops())
 
 
 class PythonOperatorOps:

@@ -92,7 +92,7 @@ def normalize_shape(shape: Any) -> tuple[int, ...]:
         or getattr(shape, "ndim", None) == 0
         or not hasattr(shape, "__iter__")
     ):
-        out = (_dim(shape, shape),)
+        out: tuple[int, ...] = (_dim(shape, shape),)
     else:
         out = tuple(_dim(s, shape) for s in shape)
     if any(s < 0 for s in out):

@@ -58,6 +58,8 @@ class Device:
     """
 
     __slots__ = ("index", "type")
+    type: str
+    index: int
 
     def __new__(cls, type: str = "cpu", index: int = 0) -> Device:
         # exact types first: 5.0 and True hash like 5 and 1, so the cache alone would take them

@@ -12,7 +12,8 @@ dtype of the result are known without asking the framework.
 
 from __future__ import annotations
 
-from typing import Any
+import typing
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from . import registry
 from .device import Device, as_device, check_available, scoped_device
 from .errors import BackendError, DeviceMismatchError
 from .tensors import Tensor
+
+if TYPE_CHECKING:
+    from .contract import DLPack
 
 __all__ = [
     "ARITH",
@@ -194,7 +198,7 @@ def to_backend(self: Tensor, name: str) -> Tensor:
         return self
     if "dlpack" in self._bk.capabilities and "dlpack" in target.capabilities:
         try:
-            native = target.from_dlpack(self._native)
+            native = typing.cast(DLPack, target).from_dlpack(self._native)
             return Tensor(native, target, target.device_of(native), self._dtype)
         except Exception:  # framework pair without a working DLPack path: go through host
             pass

@@ -26,6 +26,10 @@ class DType:
     """A framework-neutral dtype: ``md.float32`` and friends. Interned, compared by identity."""
 
     __slots__ = ("itemsize", "kind", "name", "rank")
+    name: str
+    kind: str
+    itemsize: int
+    rank: int
 
     def __init__(self, name: str, kind: str, itemsize: int, rank: int):
         object.__setattr__(self, "name", name)

@@ -50,8 +50,8 @@ def visible_gpu_count(
         return physical
     entries = visible.split(",")
     first = entries[0].strip()
-    kept: list[object] = []
     if first.startswith(_UUID_PREFIXES):
+        keys: list[object] = []
         prefix = first[:4]
         for entry in entries:
             entry = entry.strip()
@@ -62,10 +62,11 @@ def visible_gpu_count(
                 key = _uuid_ordinal(entry, uuids)
                 if key == -1:
                     break
-            if key in kept:
+            if key in keys:
                 return 0
-            kept.append(key)
-        return min(len(kept), physical)
+            keys.append(key)
+        return min(len(keys), physical)
+    kept: list[int] = []
     for entry in entries:
         index = _leading_int(entry)
         if index < 0:
@@ -74,7 +75,7 @@ def visible_gpu_count(
             return 0
         kept.append(index)
     for n, index in enumerate(kept):
-        if index >= physical:  # type: ignore[operator]
+        if index >= physical:
             return n
     return len(kept)
 

@@ -193,7 +193,7 @@ class DataParallel(Block):
 
     def _build(self) -> None:
         net, devs = self.module, self.devices
-        reps = [(net, [])]
+        reps: list[tuple[Block, list[tuple[Parameter, Parameter]]]] = [(net, [])]
         for d in devs[1:]:
             rep = _copy_block(net, d)
             pairs = list(zip(net.parameters(), rep.parameters(), strict=True))

@@ -242,7 +242,9 @@ class DataLoader:
         workers = []
         try:
             for wid, iq in enumerate(index_queues):
-                w = ctx.Process(
+                # typeshed's BaseContext (what get_context returns) lacks Process; every
+                # concrete context has it
+                w = ctx.Process(  # type: ignore[attr-defined]
                     target=_worker_loop,
                     args=(self.dataset, self.collate_fn, (seed + 1 + wid) % 2**63, iq, results),
                     daemon=True,

@@ -26,7 +26,7 @@ from ..device import Device
 from ..errors import BackendError
 from ..tensors import Tensor
 from .ddp import DistributedDataParallel
-from .group import DistributedError, Group, LocalGroup
+from .group import DistributedError, Group, Job, LocalGroup
 from .sampler import DistributedSampler
 
 __all__ = [
@@ -139,13 +139,15 @@ def init_process_group(
             f"Received: {name}. Select one with MULTIDEV_BACKEND."
         )
     _group = engine.start(
-        rank=rank,
-        world_size=world,
-        local_rank=rank if local is None else local,
-        master_addr=addr,
-        master_port=port,
-        backend=backend,
-        timeout=float(timeout),
+        Job(
+            rank=rank,
+            world_size=world,
+            local_rank=rank if local is None else local,
+            master_addr=addr,
+            master_port=port,
+            backend=backend,
+            timeout=float(timeout),
+        )
     )
 
 

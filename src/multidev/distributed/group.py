@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..device import Device
 
-__all__ = ["DistributedError", "Group", "LocalGroup"]
+__all__ = ["DistributedError", "Group", "Job", "LocalGroup"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """What ``multidev_<backend>.distributed.start(job)`` is given: this worker's rank among
+    ``world_size``, its rank on this machine, the rank-0 address and port, the engine the
+    user asked for (None: the framework's default) and the rendezvous timeout in seconds."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+    backend: str | None
+    timeout: float
+
+    def meeting_error(self, cause: BaseException) -> DistributedError:
+        """The error for ranks that did not all meet at the rank-0 address in time."""
+        return DistributedError(
+            f"Expected all {self.world_size} ranks to meet at {self.master_addr}:"
+            f"{self.master_port} within {self.timeout:g} s. Received: {cause}. Check that every "
+            "worker was started with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE."
+        )
 
 
 class DistributedError(RuntimeError):

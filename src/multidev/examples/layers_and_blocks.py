@@ -62,7 +62,7 @@ class NestMLP(nn.Block):
 def main(seed: int = 0) -> None:
     md.manual_seed(seed)
 
-    net = nn.Sequential(nn.Linear(20, 256), nn.ReLU(), nn.Linear(256, 10))
+    net: nn.Block = nn.Sequential(nn.Linear(20, 256), nn.ReLU(), nn.Linear(256, 10))
     X = md.rand(2, 20)
     print(net(X))
 

@@ -98,7 +98,7 @@ def _linear_operands(x: Tensor, weight: Tensor, bias: Tensor | None):
         dt = _dt.result_type(dt, bias._dtype)
     if dt.kind != "f":
         dt = _dt.float32
-    natives = []
+    natives: list[Any] = []
     for t in (x, weight, bias):
         if t is None:
             natives.append(None)

@@ -96,7 +96,7 @@ class LazyLinear(Linear):
 
     def initialize_parameters(self, X: Any, *args: Any, **kwargs: Any) -> None:
         w = self.weight
-        if w.initialized:
+        if not isinstance(w, UninitializedParameter):
             self.in_features = w.shape[1]
         else:
             shape = X.shape if isinstance(X, Tensor) else as_tensor(X).shape
@@ -108,7 +108,7 @@ class LazyLinear(Linear):
             self.in_features = in_features = shape[-1]
             w._materialize(init.kaiming_uniform_sample((self.out_features, in_features), a=_SQRT5))
         b = self.bias
-        if b is not None and not b.initialized:
+        if isinstance(b, UninitializedParameter):
             b._materialize(init.bias_uniform_sample((self.out_features,), self.in_features))
 
     def lazy_parameter_shapes(

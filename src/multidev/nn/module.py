@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,8 @@ from .parameter import Parameter, UninitializedParameter
 from .parameter import same_backend as _same_backend
 
 __all__ = ["Block", "IncompatibleKeys", "Module", "Sequential"]
+
+_B = TypeVar("_B", bound="Block")
 
 
 class IncompatibleKeys(NamedTuple):
@@ -299,7 +301,7 @@ class Block:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    def apply(self, fn: Callable[[Block], Any]) -> Block:
+    def apply(self: _B, fn: Callable[[Block], Any]) -> _B:
         """Call ``fn`` on every sub-block (children first, recursively), then on this block."""
         for module in self.children():
             module.apply(fn)
@@ -342,7 +344,7 @@ class Block:
         return self
 
     # ------------------------------------------------------------ state
-    def train(self, mode: bool = True) -> Block:
+    def train(self: _B, mode: bool = True) -> _B:
         """Set training mode (``Dropout`` active) on this block and every block below it."""
         if not isinstance(mode, bool):
             raise TypeError(f"Expected a bool for train(mode). Received: {type(mode).__name__}")
@@ -351,11 +353,11 @@ class Block:
             module.train(mode)
         return self
 
-    def eval(self) -> Block:
+    def eval(self: _B) -> _B:
         """Set evaluation mode: ``train(False)``."""
         return self.train(False)
 
-    def to(self, device: Any) -> Block:
+    def to(self: _B, device: Any) -> _B:
         """Move every parameter and buffer to ``device``. Parameters keep their identity;
         their storage moves. Returns the block itself."""
         dev = as_device(device)
@@ -484,9 +486,9 @@ class Block:
                     shape = _value_shape(state_dict[pre + name])
                     if shape is not None:
                         loaded[name] = shape
-            for name, shape in module.lazy_parameter_shapes(loaded).items():
+            for name, accepted in module.lazy_parameter_shapes(loaded).items():
                 if name in lazy:
-                    out[pre + name] = shape
+                    out[pre + name] = accepted
         return out
 
     def lazy_parameter_shapes(

@@ -41,6 +41,11 @@ class Parameter(Tensor):
     """
 
     __slots__ = ("_grad", "_pending", "_var", "requires_grad")
+    _grad: Tensor | None
+    #: the initialisers recorded while uninitialised: (fn, args, kwargs)
+    _pending: list[tuple[Callable[..., Any], tuple, dict]] | None
+    _var: Any
+    requires_grad: bool
 
     #: False only for the uninitialised parameters of a lazy layer.
     initialized = True
@@ -167,6 +172,7 @@ class _Gradient(Tensor):
     immutable (TensorFlow), so optimisers and later reads of ``p.grad`` see it."""
 
     __slots__ = ("_param",)
+    _param: Parameter
 
     def __setitem__(self, key: Any, value: Any) -> None:
         before = self._native
@@ -198,9 +204,9 @@ class UninitializedParameter(Parameter):
     __slots__ = ()
 
     initialized = False
-    _native = property(_deferred, _deferred)  # type: ignore[assignment]
-    native = property(_deferred)  # type: ignore[assignment]
-    data = property(_deferred, _deferred)  # type: ignore[assignment]
+    _native = property(_deferred, _deferred)
+    native = property(_deferred)
+    data = property(_deferred, _deferred)
 
     def __init__(self, dtype: Any = None, device: Any = None, requires_grad: bool = True) -> None:
         bk = registry.current()
@@ -222,7 +228,8 @@ class UninitializedParameter(Parameter):
 
     def _defer(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         """Record an initialiser to run when the parameter gets its shape."""
-        self._pending.append((fn, args, kwargs))
+        if self._pending is not None:  # always a list while uninitialised
+            self._pending.append((fn, args, kwargs))
 
     def _materialize(self, values: np.ndarray | Tensor, replay: bool = True) -> None:
         """Give the parameter its shape and values, then run the recorded initialisers."""
@@ -236,11 +243,13 @@ class UninitializedParameter(Parameter):
             arr = np.ascontiguousarray(values, dtype=self._dtype.numpy)
             native = bk.from_numpy(arr, dev)
         pending = self._pending
-        self.__class__ = Parameter
+        # materialising turns this very object (its identity is in the layer and optimisers)
+        # into a plain Parameter, which the checker cannot model
+        self.__class__ = Parameter  # type: ignore[assignment]
         self._pending = None
         self._set_variable(_on(bk, dev, bk.make_variable, native))
         if replay:
-            for fn, args, kwargs in pending:
+            for fn, args, kwargs in pending or ():
                 fn(self, *args, **kwargs)
 
 

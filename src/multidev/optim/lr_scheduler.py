@@ -288,6 +288,7 @@ class OneCycleLR(LRScheduler):
         up = float(pct_start * self.total_steps) - 1
         phase = {"start_momentum": "max_momentum", "end_momentum": "base_momentum"}
         down = {"start_momentum": "base_momentum", "end_momentum": "max_momentum"}
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 {"end_step": up, "start_lr": "initial_lr", "end_lr": "max_lr", **phase},

@@ -124,8 +124,8 @@ def check(paths: list[Path]) -> int:
         return 1
     hashes = {h for _, h, _ in entries}
     width = max(len(b) for b, _, _ in entries)
-    for backend, h, path in entries:
-        print(f"{backend:<{width}}  {h}  ({path})")
+    for backend, h, source in entries:
+        print(f"{backend:<{width}}  {h}  ({source})")
     problems = _forward_problems(forwards, [b for b, _, _ in entries])
     if len(hashes) != 1:
         problems.insert(0, f"{len(hashes)} distinct hashes among {len(entries)} backends")

@@ -214,7 +214,8 @@ def write(folder: str | os.PathLike) -> Path:
     for i, dt in enumerate(_dt.ALL):
         if checkpoint.lacks_dtype(bk, dt):
             continue
-        ex, exp = _Expect(), {}
+        ex = _Expect()
+        exp: dict[int, dict] = {}
         emit(f"dtype_{dt.name}.safetensors", _dtype_file(dt, 1000 + 10 * i, ex, exp), exp)
 
     ex, exp = _Expect(), {}

@@ -85,7 +85,7 @@ def test_reassigning_an_attribute_replaces_the_registration():
     assert net.hidden is new
     assert [n for n, _ in net.named_children()] == ["hidden", "out"]
     with pytest.raises(TypeError, match="Parameter"):
-        net.hidden.weight = md.ones((256, 20))
+        net.hidden.weight = md.ones((256, 20))  # type: ignore[assignment]  # the error tested
 
 
 def test_assignment_before_init_is_a_clear_error():

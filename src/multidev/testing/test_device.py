@@ -45,7 +45,7 @@ def test_value_semantics():
     assert str(md.cpu()) == "cpu" and str(md.gpu(1)) == "gpu:1" and str(md.cpu(1)) == "cpu:1"
     assert md.cpu() != md.gpu(0) and {md.cpu(), md.Device.parse("cpu:0")} == {md.cpu()}
     with pytest.raises(AttributeError):
-        d.index = 2  # type: ignore[misc]
+        d.index = 2
 
 
 def test_native_objects_round_trip(bk):

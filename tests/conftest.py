@@ -1,0 +1,41 @@
+"""Fixtures shared by the tests in this folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+
+import pytest
+
+RunPython = Callable[..., subprocess.CompletedProcess]
+
+
+def run_python(
+    code: str, *args: str, timeout: float = 300, check: bool = True, **env: str
+) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a fresh interpreter, so that imports, environment variables
+    and the frameworks' runtimes start clean; ``env`` is added to this process's environment
+    minus ``MULTIDEV_BACKEND`` (pass it to choose a backend). With ``check``, a non-zero exit
+    fails the test with the child's stderr."""
+    full = {k: v for k, v in os.environ.items() if k != "MULTIDEV_BACKEND"}
+    full.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    full.update(env)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+    )
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+@pytest.fixture(name="run_python", scope="session")
+def run_python_fixture() -> RunPython:
+    """``run_python(code, *argv, timeout=300, check=True, **env)``: a fresh interpreter."""
+    return run_python
