@@ -2,9 +2,12 @@
 op table): the NumPy backend's own reference, the same entries as every adapter's. Integer
 input to ops defined on floating point only (mean, softmax, log_softmax) is computed in
 float32, as multidev does. The ``grad_*`` entries are the gradients worked out by hand; the
-native-module entries exist only where a framework has modules and autograd (not NumPy)."""
+native-module entries and the recurrent and attention ones (which return gradients) exist only
+where a framework has modules and autograd (not NumPy)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -55,6 +58,48 @@ def _grad_cross_entropy(z: np.ndarray, labels) -> np.ndarray:
     return (_softmax(z, 1) - onehot) / z.shape[0]
 
 
+def _conv2d(x, w, b, stride, padding, dilation, groups) -> np.ndarray:
+    """Cross-correlation of NCHW ``x`` with OIHW ``w`` as a sum over kernel taps of strided
+    slices of the zero-padded input (stride, padding, dilation: pairs)."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    n, _, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow), np.float64)
+    og = o // groups
+    for g in range(groups):
+        xs = x[:, g * cg : (g + 1) * cg]
+        ws = w[g * og : (g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                           j * dw : j * dw + sw * (ow - 1) + 1 : sw]  # fmt: skip
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out.astype(x.dtype)
+
+
+def _layer_norm(x, w, b, eps) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x, approximate) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        y = 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))
+    else:
+        y = 0.5 * x64 * (1 + _erf(x64 / math.sqrt(2)))
+    return y.astype(x.dtype)
+
+
 OPS = native_table(
     np.asarray,
     np.asarray,
@@ -74,6 +119,10 @@ OPS = native_table(
         "where": np.where,
         "clip": np.clip,
         "linear": _linear,
+        "conv2d": _conv2d,
+        "layer_norm": _layer_norm,
+        "gelu": _gelu,
+        "embedding": lambda idx, w: w[idx],
         "grad_linear": _grad_linear,
         "grad_relu": lambda x, gy: gy * (x > 0),
         "grad_softmax": _grad_softmax,
