@@ -64,6 +64,7 @@ CAPABILITIES = frozenset(
         "float16",
         "float64",
         "dlpack",  # exchanges tensors zero-copy through DLPack
+        "jit",  # compiles functions with the framework's compiler (md.jit, hybridize)
     }
 )
 
