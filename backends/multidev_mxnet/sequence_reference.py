@@ -3,6 +3,9 @@ conformance sections "recurrent" and "attention"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from mxnet import autograd, gluon, npx
 from mxnet import np as mnp
 
@@ -51,7 +54,7 @@ def _gelu(x, approximate):
     return npx.leaky_relu(x, act_type="gelu")
 
 
-SEQUENCE_OPS = {
+SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": lambda x, w, b, eps: npx.layer_norm(x, w, b, axis=-1, eps=eps),

@@ -107,7 +107,8 @@ class Jit:
         "paddle.static.gradients, which multidev's Paddle autograd does not drive yet"
     )
 
-    def jit_compile(self, body: Any) -> Any:
+    def to_static_compile(self, body: Any) -> Any:
+        """``body`` compiled by ``paddle.jit.to_static``, once per number of inputs."""
         by_arity: dict[int, Any] = {}
 
         def run(*natives: Any) -> Any:
@@ -120,6 +121,9 @@ class Jit:
             return fn(*natives)
 
         return run
+
+    #: md.jit's compile hook; None (an adapter's override) runs md.jit eagerly
+    jit_compile: Callable[[Jit, Any], Any] | None = to_static_compile
 
     def jit_variable(self, var: Any) -> Any:
         """The static-graph value of an eager parameter, inside a to_static trace."""

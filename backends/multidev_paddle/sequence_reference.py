@@ -3,6 +3,9 @@ conformance sections "recurrent" and "attention"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import paddle
 import paddle.nn.functional as F
 
@@ -43,7 +46,7 @@ def _attention(q, k, v, mask, is_causal, gy):
     return out, q.grad, k.grad, v.grad
 
 
-SEQUENCE_OPS = {
+SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": lambda x, w, b, eps: F.layer_norm(x, [x.shape[-1]], w, b, eps),

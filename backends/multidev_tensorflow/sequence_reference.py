@@ -6,6 +6,9 @@ Keras orders a GRU's gates z, r, h where PyTorch orders them r, z, n, keeps kern
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import keras
 import tensorflow as tf
 
@@ -98,7 +101,7 @@ def _layer_norm(x, w, b, eps):
     return layer(x)
 
 
-SEQUENCE_OPS = {
+SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": _layer_norm,

@@ -23,7 +23,7 @@ def _symmetric(pads) -> tuple[int, ...] | None:
 
 
 def conv2d(x, w, b, stride, pads, dilation, groups):
-    sym = _symmetric(pads)
+    sym: tuple[int, ...] | int | None = _symmetric(pads)  # 0 once padded explicitly
     if sym is None:
         x, sym = F.pad(x, _flat(pads)), 0
     return F.conv2d(x, w, b, stride, sym, dilation, groups)
@@ -34,14 +34,14 @@ def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation, groups)
 
 
 def max_pool2d(x, kernel, stride, pads):
-    sym = _symmetric(pads)
+    sym: tuple[int, ...] | int | None = _symmetric(pads)  # 0 once padded explicitly
     if sym is None:
         x, sym = F.pad(x, _flat(pads), value=float("-inf")), 0
     return F.max_pool2d(x, kernel, stride, sym)
 
 
 def avg_pool2d(x, kernel, stride, pads):
-    sym = _symmetric(pads)
+    sym: tuple[int, ...] | int | None = _symmetric(pads)  # 0 once padded explicitly
     if sym is None:
         x, sym = F.pad(x, _flat(pads)), 0
     return F.avg_pool2d(x, kernel, stride, sym, count_include_pad=True)

@@ -3,6 +3,9 @@ conformance sections "recurrent" and "attention"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -47,7 +50,7 @@ def _mha(x, in_w, in_b, out_w, out_b, num_heads, key_padding_mask, attn_mask):
     return out, w
 
 
-SEQUENCE_OPS = {
+SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "mha": _mha,

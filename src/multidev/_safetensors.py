@@ -84,11 +84,11 @@ def item_cost(text: bytes | str) -> int:
     """Memory (bytes) that ``json.loads(text)`` takes at most for its values and containers.
     Counts the marks that start or separate values (quotes, commas, colons, brackets)
     without allocating, inside strings too: an over-estimate, never an under-estimate."""
-    marks = '",:[{' if isinstance(text, str) else b'",:[{'
-    quotes = text.count(marks[0:1])
-    items = (
-        1 + (quotes + 1) // 2 + sum(text.count(m) for m in (marks[i : i + 1] for i in range(1, 5)))
-    )
+    if isinstance(text, str):
+        quotes, *others = (text.count(m) for m in '",:[{')
+    else:
+        quotes, *others = (text.count(m) for m in (b'"', b",", b":", b"[", b"{"))
+    items = 1 + (quotes + 1) // 2 + sum(others)
     return _ITEM_COST * items
 
 

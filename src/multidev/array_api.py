@@ -400,7 +400,7 @@ def _bool_or_int(name: str, bool_name: str | None, doc: str):
         if a._dtype.kind == "f" or (bool_name is None and a._dtype is _dt.bool):
             kinds = "integer or bool" if bool_name else "integer"
             raise TypeError(f"Expected {kinds} tensors for {name}. Received: {a._dtype}")
-        native = bool_name if a._dtype is _dt.bool else name
+        native = bool_name if a._dtype is _dt.bool and bool_name is not None else name
         return wrap(a, call(a, native, a._native, b._native), a._dtype)
 
     fn.__name__ = name
@@ -706,7 +706,8 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Tensor, ...]:
     x = as_tensor(x)
     ax = ops._axis(x, axis)
     lead = (slice(None),) * ax
-    return tuple(x[(*lead, i)] for i in range(x.shape[ax]))
+    keys = ((*lead, i) for i in range(x.shape[ax]))  # a subscript's own *lead needs 3.11
+    return tuple(x[key] for key in keys)
 
 
 def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Tensor:
@@ -867,7 +868,9 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     elif bk.tensor_types and isinstance(x, bk.tensor_types):
         native = x
     else:
-        native = bk.ops.from_dlpack(x)
+        # from_dlpack is one of the array-API lowerings, outside the OpTable protocol
+        array_ops: Any = bk.ops
+        native = array_ops.from_dlpack(x)
     t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
     return t if device is None else t.to(device, copy=builtins.bool(copy))
 

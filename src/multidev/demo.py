@@ -59,7 +59,8 @@ def main(seed: int = 0) -> int:
     print(f"multidev demo on the {bk.name} backend")
     for name in SECTIONS:
         print(f"\n== {_TITLES.get(name, name)} ==")
-        module = importlib.import_module(f"multidev.examples.{name}")
+        # Any: the section module gets a print of its own, an attribute ModuleType lacks
+        module: Any = importlib.import_module(f"multidev.examples.{name}")
         module.print = _labelled_print(name)
         try:
             module.main(seed)

@@ -34,7 +34,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import registry
 from .autograd import keep_last_recording
@@ -43,6 +43,9 @@ from .errors import JitWarning
 from .optim import Optimizer
 from .tensors import Tensor
 from .tracing import Untraceable, inside, last_reason, tracing, untraceable
+
+if TYPE_CHECKING:
+    from .nn.module import Block
 
 __all__ = ["Jitted", "export", "jit", "synchronize", "tracing", "untraceable"]
 
@@ -69,7 +72,7 @@ def _collect(obj: Any, blocks: dict, opts: dict, depth: int = 0) -> None:
             _collect(v, blocks, opts, depth + 1)
 
 
-def _block_type() -> type:
+def _block_type() -> type[Block]:
     """``nn.Block``, from the loaded package (``nn`` stands on this module)."""
     return sys.modules["multidev.nn.module"].Block
 
@@ -291,9 +294,9 @@ class Jitted:
         holder: dict[str, Any] = {"traces": 0}
         fn = self.fn
 
-        def body(*inputs: Any) -> Any:
+        def body(*args_in: Any) -> Any:
             holder["traces"] += 1
-            inputs = list(inputs)
+            inputs = list(args_in)
             n_leaves = _count_leaves(spec)
             args, kwargs = _build(
                 spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from . import dtypes as _dt
 from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, wrap
@@ -55,6 +55,10 @@ __all__ = [
 ]
 
 
+@overload
+def _axes(x: Tensor, axis: None) -> None: ...
+@overload
+def _axes(x: Tensor, axis: int | Sequence[int]) -> tuple[int, ...]: ...
 def _axes(x: Tensor, axis: Any) -> tuple[int, ...] | None:
     if axis is None:
         return None
@@ -71,7 +75,7 @@ def _axes(x: Tensor, axis: Any) -> tuple[int, ...] | None:
 
 
 def _axis(x: Tensor, axis: int) -> int:
-    return _axes(x, axis)[0]  # type: ignore[index]
+    return _axes(x, axis)[0]
 
 
 # ---------------------------------------------------------------- elementwise

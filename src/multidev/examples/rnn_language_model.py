@@ -88,4 +88,4 @@ def main(cell: str = "gru", seed: int = 0) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(*sys.argv[1:2]))
+    raise SystemExit(main(sys.argv[1]) if len(sys.argv) > 1 else main())

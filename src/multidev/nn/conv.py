@@ -4,7 +4,7 @@ PyTorch's arguments, parameter names and shapes, default initialisation and prin
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..creation import asarray
 from ..tensors import Tensor
@@ -93,9 +93,10 @@ class _ConvNd(Block):
         if in_channels:
             self._create(in_channels, bias, device, dtype)
         else:
-            self.weight = UninitializedParameter(dtype=dtype, device=device)
+            # typed as Parameter, what _create assigns; a lazy layer materializes these in place
+            self.weight: Parameter = UninitializedParameter(dtype=dtype, device=device)
             if bias:
-                self.bias = UninitializedParameter(dtype=dtype, device=device)
+                self.bias: Parameter | None = UninitializedParameter(dtype=dtype, device=device)
             else:
                 self.register_parameter("bias", None)
 
@@ -259,10 +260,13 @@ class LazyConv2d(Conv2d):
                     f"{self.groups}"
                 )
             wshape = self._weight_shape(shape[1])
-            w._materialize(init.kaiming_uniform_sample(wshape, a=_SQRT5))
+            # a parameter that is not initialized is an UninitializedParameter
+            cast(UninitializedParameter, w)._materialize(
+                init.kaiming_uniform_sample(wshape, a=_SQRT5)
+            )
         b = self.bias
         if b is not None and not b.initialized:
-            b._materialize(
+            cast(UninitializedParameter, b)._materialize(
                 init.bias_uniform_sample((self.out_channels,), init.fans(self.weight.shape)[0])
             )
 

@@ -41,6 +41,9 @@ def _reset_affine(block: Block) -> None:
 
 class _BatchNorm(Block):
     _dims: tuple[int, ...] = (4,)
+    #: a buffer (Block keeps it in _buffers): None before a lazy module's first call
+    #: and without track_running_stats
+    num_batches_tracked: Tensor | None
 
     def __init__(
         self,
@@ -93,7 +96,9 @@ class _BatchNorm(Block):
         if self.track_running_stats:
             self.running_mean[...] = 0.0
             self.running_var[...] = 1.0
-            self.num_batches_tracked[...] = 0
+            tracked = self.num_batches_tracked
+            if tracked is not None:  # it is when running_mean was (registered together)
+                tracked[...] = 0
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()

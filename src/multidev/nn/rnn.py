@@ -73,7 +73,10 @@ class RNNBase(Block):
             layer_in = input_size if layer == 0 else hidden_size * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
-                shapes = [("weight_ih", (gates, layer_in)), ("weight_hh", (gates, hidden_size))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [
+                    ("weight_ih", (gates, layer_in)),
+                    ("weight_hh", (gates, hidden_size)),
+                ]
                 if bias:
                     shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
                 for base, shape in shapes:

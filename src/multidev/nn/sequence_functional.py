@@ -44,9 +44,8 @@ def _native_op(x: Tensor, name: str) -> Any:
     return getattr(x._bk.ops, name, None)
 
 
-def _same_float(*ts: Tensor | None) -> None:
-    first = ts[0]
-    for t in ts[1:]:
+def _same_float(first: Tensor, *ts: Tensor | None) -> None:
+    for t in ts:
         if t is None:
             continue
         _check_same(first, t)

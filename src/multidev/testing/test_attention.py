@@ -36,7 +36,7 @@ def _key_mask(rng):
 MASKS = ["none", "bool", "causal"]
 
 
-def _sdpa(mask_kind, q, k, v, mask):
+def _sdpa(mask_kind, q, k, v, *, mask):
     if mask_kind == "causal":
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -48,7 +48,7 @@ def test_sdpa_matches_numpy_reference_backend(mask_kind, rng):
     mask = _key_mask(rng) if mask_kind == "bool" else None
 
     def run():
-        return _sdpa(mask_kind, *(md.asarray(a) for a in (q, k, v)), mask).numpy()
+        return _sdpa(mask_kind, *(md.asarray(a) for a in (q, k, v)), mask=mask).numpy()
 
     got = run()
     with md.use_backend("numpy"):
@@ -64,12 +64,13 @@ def test_sdpa_and_gradients_match_framework_code(mask_kind, rng, native_ops):
     gy = rng.standard_normal((B, HEADS, L, E)).astype(np.float32)
     ps = [nn.Parameter(md.asarray(a)) for a in (q, k, v)]
     with md.autograd.record():
-        out = _sdpa(mask_kind, *ps, mask)
+        out = _sdpa(mask_kind, *ps, mask=mask)
         loss = md.sum(out * md.asarray(gy))
     loss.backward()
     want = native_ops["attention"](q, k, v, mask, mask_kind == "causal", gy)
     np.testing.assert_allclose(out.numpy(), want[0], rtol=RTOL, atol=ATOL)
     for p, w in zip(ps, want[1:], strict=True):
+        assert p.grad is not None
         np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-5)
 
 

@@ -89,6 +89,7 @@ def test_conv2d_gradients(rng, stride, padding, dilation, groups):
         loss = f(x, w)
     loss.backward()
     for grad, v_shape, which in ((x.grad, x0.shape, 0), (w.grad, w0.shape, 1)):
+        assert grad is not None
         v = rng.standard_normal(v_shape)
         eps = 1e-6
         args_p = [x0, w0]

@@ -92,6 +92,7 @@ def test_forward_and_gradients_match_framework_layer(cfg, rng, native_ops):
         mode, x, weights, num_layers, bidirectional, gy
     )
     np.testing.assert_allclose(y.numpy(), want_y, rtol=RTOL, atol=ATOL)
+    assert xp.grad is not None
     dx = xp.grad.numpy() if batch_first else xp.grad.numpy().transpose(1, 0, 2)
     np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-5)
     for (name, p), w in zip(layer.named_parameters(), want_dw, strict=True):
@@ -156,6 +157,7 @@ def test_embedding_matches_framework_and_padding_row_gets_no_gradient(rng, nativ
         with md.autograd.record():
             loss = md.sum(emb(md.asarray(idx)))
         loss.backward()
+        assert emb.weight.grad is not None
         grad = emb.weight.grad.numpy()
         assert not grad[0].any()
         np.testing.assert_allclose(grad[3], np.full(4, 2.0))
