@@ -60,6 +60,7 @@ nox.options.sessions = [
     "training-sequence",
     "torch-checkpoints",
     "lint",
+    "typecheck",
 ]
 
 
