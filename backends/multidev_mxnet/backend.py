@@ -30,8 +30,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.checkpoint import ArrayLimits
-from multidev.contract import AdapterBase, env_count
+from multidev.contract import AdapterBase, ArrayLimits, env_count
 from multidev.device import Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 

@@ -27,8 +27,7 @@ from paddle.base.framework import EagerParamBase
 from paddle.utils import dlpack as _dlpack
 
 from multidev import dtypes as _dt
-from multidev.checkpoint import ArrayLimits
-from multidev.contract import AdapterBase
+from multidev.contract import AdapterBase, ArrayLimits
 from multidev.device import Device
 
 from .autograd import Autograd

@@ -26,7 +26,7 @@ import stat
 import struct
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import google_crc32c
 import numpy as np
@@ -34,6 +34,7 @@ import numpy as np
 from . import _safetensors as st
 from . import dtypes as _dt
 from . import registry
+from .contract import ArrayLimits
 from .device import as_device, check_available, default_device
 from .errors import CheckpointError
 from .tensors import Tensor
@@ -58,26 +59,13 @@ _OPTIONAL_DTYPES = frozenset({"bfloat16", "float16", "float64"})
 _HEX = frozenset("0123456789abcdef")
 
 
-class ArrayLimits(NamedTuple):
-    """The largest arrays a backend can hold; an adapter declares its own as the class
-    attribute ``array_limits`` where they are below NumPy's (the defaults here).
-
-    ``ndim``: most dimensions; ``dim``: largest single dimension; ``elements``: largest
-    product of the non-zero dimensions. Loading checks every tensor against these (and
-    against NumPy's own byte limit) before reading any data."""
-
-    ndim: int = 64
-    dim: int = 2**63 - 1
-    elements: int = 2**63 - 1
-
-
 _NUMPY_LIMITS = ArrayLimits()
 
 
 def limits_of(bk: Any) -> ArrayLimits:
     """The array limits of the adapter ``bk``: its ``array_limits`` within NumPy's (every
     loaded tensor passes through a host NumPy array)."""
-    own = getattr(bk, "array_limits", _NUMPY_LIMITS)
+    own = bk.array_limits
     return ArrayLimits(*(min(a, b) for a, b in zip(own, _NUMPY_LIMITS, strict=True)))
 
 

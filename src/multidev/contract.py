@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -28,6 +28,7 @@ __all__ = [
     "CAPABILITIES",
     "Adapter",
     "AdapterBase",
+    "ArrayLimits",
     "Autograd",
     "DLPack",
     "EagerAutograd",
@@ -145,6 +146,19 @@ class OpTable(Protocol):
     # rnn(mode, x (T, N, I), h0, c0 or None, weights, num_layers, bidirectional) -> (y, h, c)
 
 
+class ArrayLimits(NamedTuple):
+    """The largest arrays a backend can hold; an adapter declares its own as the class
+    attribute ``array_limits`` where they are below NumPy's (the defaults here).
+
+    ``ndim``: most dimensions; ``dim``: largest single dimension; ``elements``: largest
+    product of the non-zero dimensions. Loading a checkpoint checks every tensor against
+    these (and against NumPy's own byte limit) before reading any data."""
+
+    ndim: int = 64
+    dim: int = 2**63 - 1
+    elements: int = 2**63 - 1
+
+
 @runtime_checkable
 class Adapter(Protocol):
     """What a backend provides. Names follow the framework's import name."""
@@ -158,6 +172,8 @@ class Adapter(Protocol):
     reference: str | None
     #: known conformance failures: {test name: reason}
     conformance_xfails: Mapping[str, str]
+    #: the largest arrays the framework holds (checked when loading checkpoints)
+    array_limits: ArrayLimits
 
     def version(self) -> str: ...
 
@@ -288,6 +304,8 @@ class AdapterBase:
     #: ``reference`` module, None where there is none
     reference: ClassVar[str | None] = None
     conformance_xfails: ClassVar[Mapping[str, str]] = {}
+    #: NumPy's limits unless the framework's are lower
+    array_limits: ClassVar[ArrayLimits] = ArrayLimits()
     #: how many CPU devices the backend offers (``cpu:0`` … ``cpu:N-1``)
     cpu_count = 1
     capabilities: frozenset[str] = frozenset()
