@@ -160,10 +160,11 @@ def randperm(
     n: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """A random permutation of ``0 … n-1`` (int64 by default), drawn by multidev's seeded
-    generator, so identical on every backend for one ``md.manual_seed``."""
+    generator (``random.host_permutation``, the same on every NumPy release), so identical
+    on every backend for one ``md.manual_seed``."""
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise ValueError(f"Expected a non-negative int for randperm. Received: {n!r}")
-    host = _random.generator().permutation(int(n)).astype(np.int64)
+    host = _random.host_permutation(int(n), _random.draw_seed())
     return _int_tensor(host, dtype, device, requires_grad)
 
 
