@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sized
 
 import numpy as np
 
+from ..random import host_permutation
+
 __all__ = ["DistributedSampler"]
 
 
@@ -51,7 +53,7 @@ class DistributedSampler:
 
     def __iter__(self) -> Iterator[int]:
         if self.shuffle:
-            order = np.random.default_rng(self.seed + self.epoch).permutation(self.n)
+            order = host_permutation(self.n, self.seed + self.epoch)
         else:
             order = np.arange(self.n)
         if self.total_size > self.n:
