@@ -86,6 +86,9 @@ class ArrayApiOps:
     triu = _arr(lambda x, k: np.triu(x, k))
     to_dlpack = staticmethod(lambda x: x.__dlpack__())
     from_dlpack = _arr(np.from_dlpack)
+    real = _arr(lambda x: np.real(x).copy())
+    imag = _arr(lambda x: np.imag(x).copy())
+    conj = _arr(np.conj)
 
 
 #: op name -> native function, for the adapter's op_table

@@ -128,6 +128,9 @@ OPS = native_table(
         "grad_softmax": _grad_softmax,
         "grad_mse_loss": lambda a, b: 2 * (a - b) / a.size,
         "grad_cross_entropy": _grad_cross_entropy,
+        "real": np.real,
+        "imag": np.imag,
+        "conj": np.conj,
     },
     np,
 )

@@ -96,6 +96,9 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: paddle.triu(x, k))
     to_dlpack = staticmethod(_dlpack.to_dlpack)
     from_dlpack = staticmethod(_dlpack.from_dlpack)
+    real = staticmethod(paddle.real)
+    imag = staticmethod(paddle.imag)
+    conj = staticmethod(paddle.conj)
 
 
 #: op name -> native function, for the adapter's op_table

@@ -109,6 +109,9 @@ OPS = native_table(
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": _native_sgd_step,
+        "real": paddle.real,
+        "imag": paddle.imag,
+        "conj": paddle.conj,
     },
     paddle,
 )

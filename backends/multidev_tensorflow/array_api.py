@@ -119,6 +119,9 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: tnp.triu(x, k))
     to_dlpack = staticmethod(tf.experimental.dlpack.to_dlpack)
     from_dlpack = staticmethod(lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()))
+    real = staticmethod(tf.math.real)
+    imag = staticmethod(tf.math.imag)
+    conj = staticmethod(tf.math.conj)
 
 
 #: op name -> native function, for the adapter's op_table

@@ -121,6 +121,9 @@ OPS = native_table(
         # native interop: what TensorFlow's own tools see of net.native
         "native_parameters": lambda module: list(module.trainable_variables),
         "native_sgd_step": _native_sgd_step,
+        "real": tf.math.real,
+        "imag": tf.math.imag,
+        "conj": tf.math.conj,
     },
     tf.math,
 )

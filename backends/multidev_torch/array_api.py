@@ -85,6 +85,9 @@ class ArrayApiOps:
     triu = staticmethod(lambda x, k: torch.triu(x, k))
     to_dlpack = staticmethod(lambda x: x.__dlpack__())
     from_dlpack = staticmethod(torch.from_dlpack)
+    real = staticmethod(lambda x: torch.real(x).clone())
+    imag = staticmethod(lambda x: torch.imag(x).clone())
+    conj = staticmethod(torch.conj_physical)
 
 
 #: op name -> native function, for the adapter's op_table

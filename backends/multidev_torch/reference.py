@@ -92,6 +92,10 @@ OPS = native_table(
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": _native_sgd_step,
+        # complex parts (conj_physical: torch.conj only sets a lazy bit NumPy cannot read)
+        "real": torch.real,
+        "imag": torch.imag,
+        "conj": torch.conj_physical,
     },
     torch,
 )

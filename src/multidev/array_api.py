@@ -54,6 +54,7 @@ __all__ = [
     "broadcast_to",
     "can_cast",
     "ceil",
+    "conj",
     "copysign",
     "cosh",
     "cumulative_sum",
@@ -67,6 +68,7 @@ __all__ = [
     "from_dlpack",
     "greater_equal",
     "hypot",
+    "imag",
     "iinfo",
     "inf",
     "isdtype",
@@ -91,6 +93,7 @@ __all__ = [
     "not_equal",
     "pi",
     "positive",
+    "real",
     "remainder",
     "repeat",
     "result_type",
@@ -120,14 +123,15 @@ __all__ = [
 
 _INTEGRAL = frozenset(d for d in _dt.ALL if d.kind in "iu")
 _REAL_FLOATING = frozenset(d for d in _dt.ALL if d.kind == "f")
+_COMPLEX = frozenset(_dt.COMPLEX)
 _KINDS = {
     "bool": frozenset({_dt.bool}),
     "signed integer": frozenset(d for d in _dt.ALL if d.kind == "i"),
     "unsigned integer": frozenset(d for d in _dt.ALL if d.kind == "u"),
     "integral": _INTEGRAL,
     "real floating": _REAL_FLOATING,
-    "complex floating": frozenset(),
-    "numeric": _INTEGRAL | _REAL_FLOATING,
+    "complex floating": _COMPLEX,
+    "numeric": _INTEGRAL | _REAL_FLOATING | _COMPLEX,
 }
 
 
@@ -194,8 +198,9 @@ class iinfo_object:
 
 
 def finfo(type: Any, /) -> finfo_object:
-    """Limits of a floating-point dtype (or of a tensor's dtype)."""
-    dt = _dtype_of(type)
+    """Limits of a floating-point dtype (or of a tensor's dtype); for a complex dtype, those
+    of its real and imaginary parts."""
+    dt = _dt.real_dtype(_dtype_of(type))
     if dt.kind != "f":
         raise TypeError(f"Expected a floating-point dtype. Received: {dt}; use md.iinfo")
     if dt is _dt.bfloat16:
@@ -236,12 +241,18 @@ class ArrayNamespaceInfo:
         return list(registry.current().devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, _dt.DType]:
-        return {"real floating": _dt.float32, "integral": _dt.int64, "indexing": _dt.int64}
+        out = {"real floating": _dt.float32, "integral": _dt.int64, "indexing": _dt.int64}
+        if "complex" in registry.current().capabilities:
+            out["complex floating"] = _dt.complex64
+        return out
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, _dt.DType]:
         caps = registry.current().capabilities
+        optional = {"float16", "bfloat16", "float64", "complex64", "complex128"}
         have = [
-            d for d in _dt.ALL if d.name not in ("float16", "bfloat16", "float64") or d.name in caps
+            d
+            for d in _dt.EVERY
+            if d.name not in optional or d.name in caps or (d.kind == "c" and "complex" in caps)
         ]
         if kind is not None:
             have = [d for d in have if isdtype(d, kind)]
@@ -297,11 +308,34 @@ trunc = _rounding("trunc", "Elementwise x rounded toward zero")
 round = _rounding("round", "Elementwise x rounded to the nearest integer, halves to even")
 
 
+def _complex_part(name: str, doc: str):
+    def fn(x: Any, /) -> Tensor:
+        x = as_tensor(x)
+        if x._dtype.kind != "c":
+            if name == "imag":
+                return creation.zeros_like(x)
+            return ops.astype(x, x._dtype)  # a real tensor is its own real part and conjugate
+        dt = x._dtype if name == "conj" else _dt.real_dtype(x._dtype)
+        return wrap(x, call(x, name, x._native), dt)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+real = _complex_part("real", "Elementwise real part (float32 of complex64, float64 of complex128).")
+imag = _complex_part("imag", "Elementwise imaginary part (zeros for real input).")
+conj = _complex_part("conj", "Elementwise complex conjugate (a copy of real input).")
+
+
 def sign(x: Any, /) -> Tensor:
-    """Elementwise -1, 0 or 1 (NaN stays NaN)."""
+    """Elementwise -1, 0 or 1 (NaN stays NaN); ``x / |x|`` (0 at 0) for complex input."""
     x = as_tensor(x)
     if x._dtype is _dt.bool:
         raise TypeError("Expected a numeric tensor for sign. Received: bool")
+    if x._dtype.kind == "c":
+        m = ops.abs(x)
+        return ops.where(m == 0, creation.zeros_like(x), x / ops.where(m == 0, 1.0, m))
     return wrap(x, call(x, "sign", x._native), x._dtype)
 
 
@@ -314,6 +348,9 @@ def positive(x: Any, /) -> Tensor:
 def _float_predicate(name: str, on_integers: bool, doc: str):
     def fn(x: Any, /) -> Tensor:
         x = as_tensor(x)
+        if x._dtype.kind == "c":  # of both parts: finite if both are, NaN/inf if either is
+            re, im = fn(real(x)), fn(imag(x))
+            return logical_and(re, im) if on_integers else logical_or(re, im)
         if x._dtype.kind != "f":
             out = (x == x) if on_integers else (x != x)
             return out
@@ -349,6 +386,8 @@ def _pair(x1: Any, x2: Any, floating_only: bool = False) -> tuple[Tensor, Tensor
         x2 = as_tensor(x2, x1)
         check_same(x1, x2)
         dt = _dt.result_type(x1._dtype, x2._dtype)
+    if floating_only and dt.kind == "c":
+        raise TypeError(f"Expected real-valued tensors. Received: {dt}; use md.real/md.imag")
     if floating_only and dt.kind != "f":
         dt = _dt.float32
     return ops.astype(x1, dt, copy=False), ops.astype(x2, dt, copy=False)
@@ -492,7 +531,7 @@ def cumulative_sum(
         axis = 0
     ax = ops._axis(x, axis)
     dt = _dt.as_dtype(dtype) if dtype is not None else x._dtype
-    if dtype is None and dt.kind != "f" and dt is not _dt.int64:
+    if dtype is None and dt.kind in "biu" and dt is not _dt.int64:
         dt = _dt.int64
     if dt is not x._dtype:
         x = cast(x, dt)

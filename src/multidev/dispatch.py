@@ -56,7 +56,7 @@ __all__ = [
     "wrap",
 ]
 
-SCALARS = (int, float, bool)
+SCALARS = (int, float, bool, complex)
 #: operator kinds: arithmetic, true division (floating result), comparison, logical
 ARITH, DIV, CMP, LOGIC = 0, 1, 2, 3
 
@@ -104,14 +104,15 @@ def cast(x: Tensor, dt: _dt.DType) -> Tensor:
 
 
 def floating(x: Tensor) -> Tensor:
-    """``x``, or ``x`` in float32 where it is bool or integer."""
-    return x if x._dtype.kind == "f" else cast(x, _dt.float32)
+    """``x``, or ``x`` in float32 where it is bool or integer (complex stays complex)."""
+    return x if x._dtype.kind in "fc" else cast(x, _dt.float32)
 
 
 def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
     """A Tensor from a Tensor, native tensor, NumPy array, scalar or nested list.
 
-    Zero-copy where possible. Python floats become float32 and ints int64, as in PyTorch.
+    Zero-copy where possible. Python floats become float32, complex numbers complex64 and
+    ints int64, as in PyTorch.
     """
     bk = registry.current()
     dt = None if dtype is None else _dt.as_dtype(dtype)
@@ -154,13 +155,13 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
             f"Expected a tensor, array, scalar or nested list of numbers. Received: "
             f"{type(obj).__name__} ({e})"
         ) from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise TypeError(
             "Expected a tensor, array, scalar or nested list of numbers. "
             f"Received: {type(obj).__name__} giving NumPy dtype {arr.dtype}"
         )
     if dt is None:
-        dt = {"b": _dt.bool, "f": _dt.float32}.get(arr.dtype.kind, _dt.int64)
+        dt = {"b": _dt.bool, "f": _dt.float32, "c": _dt.complex64}.get(arr.dtype.kind, _dt.int64)
     return from_host(bk, arr.astype(dt.numpy), dt, dev)
 
 
@@ -268,14 +269,14 @@ def operands(x: Tensor, y: Any, kind: int):
     a = x._native
     if type(y) in SCALARS:
         dt = _dt.scalar_result_type(xd, y)
-        if kind == DIV and dt.kind != "f":
+        if kind == DIV and dt.kind not in "fc":
             dt = _dt.float32
         if dt is not xd:
             a = on(bk, x._dev, bk.ops.astype, a, dt)
         b = (
             y
             if (dt.kind == "b" or type(y) is not bool)
-            else (float(y) if dt.kind == "f" else int(y))
+            else (float(y) if dt.kind in "fc" else int(y))
         )
         return a, b, dt
     if not isinstance(y, Tensor):
@@ -285,7 +286,7 @@ def operands(x: Tensor, y: Any, kind: int):
     yd = y._dtype
     b = y._native
     dt = xd if xd is yd else _dt.result_type(xd, yd)
-    if kind == DIV and dt.kind != "f":
+    if kind == DIV and dt.kind not in "fc":
         dt = _dt.float32
     if xd is not dt:
         a = on(bk, x._dev, bk.ops.astype, a, dt)
@@ -304,7 +305,7 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) is Tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
         dt = x._dtype  # fast path: same dtype, device and backend
         a, b = x._native, y._native
-        if kind == DIV and dt.kind != "f":
+        if kind == DIV and dt.kind not in "fc":
             a, b, dt = operands(x, y, kind)
     else:
         a, b, dt = operands(x, y, kind)

@@ -67,7 +67,7 @@ def install() -> None:
     methods: dict[str, Any] = {
         "__invert__": _invert,
         "__neg__": lambda self: dispatch.unop(self, "negative"),
-        "__abs__": lambda self: dispatch.unop(self, "abs"),
+        "__abs__": ops.abs,
         "__getitem__": dispatch.getitem,
         "__setitem__": dispatch.setitem,
         "to": dispatch.to,
@@ -80,7 +80,7 @@ def install() -> None:
         "mean": ops.mean,
         "max": ops.max,
         "argmax": ops.argmax,
-        "abs": lambda self: dispatch.unop(self, "abs"),
+        "abs": ops.abs,
         "exp": ops.exp,
         "backward": autograd.backward,
         "__deepcopy__": _deepcopy,

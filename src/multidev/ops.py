@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from . import dtypes as _dt
-from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, wrap
+from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, unop, wrap
 from .tensors import Tensor
 
 __all__ = [
@@ -118,7 +118,11 @@ def negative(x) -> Tensor:
 
 
 def abs(x) -> Tensor:
-    return builtins.abs(as_tensor(x))
+    """Elementwise absolute value; the modulus (of the real dtype) for complex input."""
+    x = as_tensor(x)
+    if x._dtype.kind == "c":
+        return wrap(x, call(x, "abs", x._native), _dt.real_dtype(x._dtype))
+    return unop(x, "abs")
 
 
 def maximum(x, y) -> Tensor:
@@ -197,14 +201,14 @@ def astype(x, dtype: Any, /, *, copy: bool = True) -> Tensor:
 def sum(x, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch."""
     x = as_tensor(x)
-    if x._dtype.kind != "f" and x._dtype is not _dt.int64:
+    if x._dtype.kind in "biu" and x._dtype is not _dt.int64:
         x = astype(x, _dt.int64)
     return wrap(x, call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def prod(x, axis=None, keepdims: bool = False) -> Tensor:
     x = as_tensor(x)
-    if x._dtype.kind != "f" and x._dtype is not _dt.int64:
+    if x._dtype.kind in "biu" and x._dtype is not _dt.int64:
         x = astype(x, _dt.int64)
     return wrap(x, call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
 
