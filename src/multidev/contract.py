@@ -64,6 +64,7 @@ CAPABILITIES = frozenset(
         "bfloat16",
         "float16",
         "float64",
+        "complex",  # complex64 and complex128
         "dlpack",  # exchanges tensors zero-copy through DLPack
         "jit",  # compiles functions with the framework's compiler (md.jit, hybridize)
     }
