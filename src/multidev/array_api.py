@@ -247,12 +247,14 @@ class ArrayNamespaceInfo:
         return out
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, _dt.DType]:
+        """The standard's dtypes the backend has (float16 and bfloat16 are not among them)."""
         caps = registry.current().capabilities
-        optional = {"float16", "bfloat16", "float64", "complex64", "complex128"}
         have = [
             d
             for d in _dt.EVERY
-            if d.name not in optional or d.name in caps or (d.kind == "c" and "complex" in caps)
+            if d.name not in ("float16", "bfloat16")
+            and (d.name != "float64" or "float64" in caps)
+            and (d.kind != "c" or "complex" in caps)
         ]
         if kind is not None:
             have = [d for d in have if isdtype(d, kind)]
@@ -793,7 +795,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
         raise ValueError(
             f"Expected equal sizes along axis {axis}. Received: {x1.shape} and {x2.shape}"
         )
-    return ops.sum(x1 * x2, axis=axis)
+    product = x1 * x2
+    return ops.sum(product, axis=axis, dtype=product.dtype)
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
