@@ -29,6 +29,11 @@ def _repeat(x, repeats, axis):
     return torch.repeat_interleave(x, repeats, dim=axis)
 
 
+def _sign(x):
+    """torch.sign gives 0 for NaN; the standard keeps NaN."""
+    return torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x)
+
+
 class ArrayApiOps:
     acos = staticmethod(torch.acos)
     acosh = staticmethod(torch.acosh)
@@ -45,7 +50,7 @@ class ArrayApiOps:
     ceil = staticmethod(torch.ceil)
     trunc = staticmethod(torch.trunc)
     round = staticmethod(torch.round)
-    sign = staticmethod(torch.sign)
+    sign = staticmethod(_sign)
     isnan = staticmethod(torch.isnan)
     isinf = staticmethod(torch.isinf)
     isfinite = staticmethod(torch.isfinite)

@@ -604,17 +604,20 @@ class UniqueInverseResult(NamedTuple):
 
 
 def _unique(x: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(flattened x, its stable sort order, the sorted values, where each run of equal sorted
-    values starts): the pieces every unique_* function is built from, all native ops."""
+    """(the run number of each sorted element, x's stable sort order, the sorted values,
+    where each run of equal sorted values starts): the pieces every unique_* function is
+    built from, all native ops. NaN differs from itself, so each NaN is a run of its own."""
     x = as_tensor(x)
     flat = ops.reshape(x, (-1,))
     order = argsort(flat)
     s = take(flat, order)
     if s.shape[0] == 0:
-        return flat, order, s, creation.zeros((0,), dtype=_dt.int64, device=x.device)
+        empty = creation.zeros((0,), dtype=_dt.int64, device=x.device)
+        return empty, order, s, empty
     first = creation.full((1,), True, dtype=_dt.bool, device=x.device)
-    starts = nonzero(ops.concat([first, s[1:] != s[:-1]]))[0]
-    return flat, order, s, starts
+    is_start = ops.concat([first, s[1:] != s[:-1]])
+    runs = cumulative_sum(is_start) - 1
+    return runs, order, s, nonzero(is_start)[0]
 
 
 def _counts(starts: Tensor, n: int) -> Tensor:
@@ -635,24 +638,29 @@ def unique_counts(x: Any, /) -> UniqueCountsResult:
     return UniqueCountsResult(take(s, starts), _counts(starts, s.shape[0]))
 
 
+def _inverse(x: Tensor, order: Tensor, runs: Tensor) -> Tensor:
+    """For each element of ``x`` (in its shape), the index of its value among the sorted
+    distinct values: the run number of its place in the sort order."""
+    return ops.reshape(take(runs, argsort(order)), x.shape)
+
+
 def unique_inverse(x: Any, /) -> UniqueInverseResult:
     """The distinct values of ``x`` (sorted) and, for each element of ``x`` (in its shape),
     the index of its value among them."""
     x = as_tensor(x)
-    flat, _, s, starts = _unique(x)
-    values = take(s, starts)
-    inverse = ops.reshape(searchsorted(values, flat), x.shape)
-    return UniqueInverseResult(values, inverse)
+    runs, order, s, starts = _unique(x)
+    return UniqueInverseResult(take(s, starts), _inverse(x, order, runs))
 
 
 def unique_all(x: Any, /) -> UniqueAllResult:
     """Distinct values (sorted), the first index of each in the flattened ``x``, the inverse
     indices (in x's shape) and the counts."""
     x = as_tensor(x)
-    flat, order, s, starts = _unique(x)
-    values = take(s, starts)
-    inverse = ops.reshape(searchsorted(values, flat), x.shape)
-    return UniqueAllResult(values, take(order, starts), inverse, _counts(starts, s.shape[0]))
+    runs, order, s, starts = _unique(x)
+    inverse = _inverse(x, order, runs)
+    return UniqueAllResult(
+        take(s, starts), take(order, starts), inverse, _counts(starts, s.shape[0])
+    )
 
 
 # ---------------------------------------------------------------- indexing and shapes

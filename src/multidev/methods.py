@@ -18,8 +18,10 @@ _IN_PLACE = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 
 
 def _invert(self: Tensor) -> Tensor:
+    if self._dtype.kind in "iu":
+        return dispatch.unop(self, "bitwise_invert")
     if self._dtype is not _dt.bool:
-        raise TypeError(f"Expected a bool tensor for ~. Received: {self._dtype}")
+        raise TypeError(f"Expected a bool or integer tensor for ~. Received: {self._dtype}")
     return dispatch.unop(self, "logical_not")
 
 
