@@ -823,8 +823,10 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
     k = math.prod(x1.shape[a] for a in a1)
-    m = ops.reshape(ops.permute_dims(x1, free1 + list(a1)), (-1, k))
-    n = ops.reshape(ops.permute_dims(x2, list(a2) + free2), (k, -1))
+    rows = math.prod(x1.shape[a] for a in free1)
+    cols = math.prod(x2.shape[a] for a in free2)
+    m = ops.reshape(ops.permute_dims(x1, free1 + list(a1)), (rows, k))
+    n = ops.reshape(ops.permute_dims(x2, list(a2) + free2), (k, cols))
     out_shape = tuple(x1.shape[a] for a in free1) + tuple(x2.shape[a] for a in free2)
     return ops.reshape(m @ n, out_shape)
 

@@ -309,8 +309,8 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
             a, b, dt = operands(x, y, kind)
     else:
         a, b, dt = operands(x, y, kind)
-    if kind == LOGIC and dt is not _dt.bool:
-        name, b = _bitwise(x, name, dt, b)
+    if kind == LOGIC:
+        name, b = _logic(x, name, dt, b)
     fn = getattr(bk.ops, name)
     if bk.scoped_devices and dev in bk.scoped_devices:
         with bk.scope(dev):
@@ -397,13 +397,16 @@ COMPARISONS = {
 }
 
 
-def _bitwise(x: Tensor, name: str, dt: _dt.DType, other: Any) -> tuple[str, Any]:
-    """The op of ``&`` or ``|`` on x's backend for ``dt``, not bool: bitwise for integers,
-    with a Python scalar operand made a 0-d tensor (not every framework's op takes one)."""
-    if dt.kind not in "iu":
+def _logic(x: Tensor, name: str, dt: _dt.DType, other: Any) -> tuple[str, Any]:
+    """The op of ``&`` or ``|`` on x's backend for ``dt``: logical for bool, bitwise for
+    integers; a Python scalar operand becomes a 0-d tensor (not every framework's op takes
+    one)."""
+    if dt.kind not in "biu":
         raise TypeError(f"Expected bool or integer tensors for & and |. Received: {dt}")
     if type(other) in SCALARS:
         other = x._bk.full((), other, dt, x._dev)
+    if dt.kind == "b":
+        return name, other
     return ("bitwise_and" if name == "logical_and" else "bitwise_or"), other
 
 
@@ -411,8 +414,8 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) not in SCALARS:
         return binop(coerce(x, y), x, name, kind)
     a, b, dt = operands(x, y, kind)
-    if kind == LOGIC and dt is not _dt.bool:
-        name, b = _bitwise(x, name, dt, b)
+    if kind == LOGIC:
+        name, b = _logic(x, name, dt, b)
     bk = x._bk
     out = on(bk, x._dev, getattr(bk.ops, name), b, a)
     return Tensor(out, bk, x._dev, _result_dtype(dt, kind))

@@ -1,0 +1,68 @@
+"""Section "array_api" (edges): behaviours the data-apis array-api-tests suite checks and the
+NumPy-comparison cases of test_array_api.py do not reach — Python scalars with ``&``/``|``,
+NaN in unique_*, empty contractions, the keyword arguments the standard names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import multidev as md
+
+
+def test_bitwise_operators_on_integers_and_scalars():
+    x = md.asarray([1, 2, 3], dtype=md.int8)
+    assert (x & 1).dtype is md.int8
+    np.testing.assert_array_equal((x & 1).numpy(), [1, 0, 1])
+    np.testing.assert_array_equal((6 | x).numpy(), [7, 6, 7])
+    np.testing.assert_array_equal((~x).numpy(), [-2, -3, -4])
+    b = md.asarray([True, False])
+    np.testing.assert_array_equal((b & True).numpy(), [True, False])
+    np.testing.assert_array_equal((False | b).numpy(), [True, False])
+    with pytest.raises(TypeError, match="bool or integer"):
+        md.ones(2) & md.ones(2)
+
+
+def test_unique_with_nan_keeps_every_nan():
+    host = np.array([1.0, np.nan, np.nan, 2.0, 1.0], np.float32)
+    out = md.unique_all(md.asarray(host))
+    np.testing.assert_array_equal(out.values.numpy(), [1.0, 2.0, np.nan, np.nan])
+    np.testing.assert_array_equal(out.counts.numpy(), [2, 1, 1, 1])
+    values = out.values.numpy()
+    np.testing.assert_array_equal(values[out.inverse_indices.numpy()], host)
+    inv = md.unique_inverse(md.asarray([[3, 1], [3, 2]])).inverse_indices
+    np.testing.assert_array_equal(inv.numpy(), [[2, 0], [2, 1]])
+
+
+def test_sign_keeps_nan():
+    got = md.sign(md.asarray([np.nan, -2.0, 0.0, 5.0])).numpy()
+    np.testing.assert_array_equal(got, [np.nan, -1.0, 0.0, 1.0])
+
+
+def test_tensordot_of_empty_tensors():
+    x = md.zeros((0, 3))
+    y = md.zeros((3, 0))
+    assert md.tensordot(x, y, axes=1).shape == (0, 0)
+    assert md.tensordot(md.zeros((2, 0)), md.zeros((0, 4)), axes=1).shape == (2, 4)
+    assert not md.tensordot(md.zeros((2, 0)), md.zeros((0, 4)), axes=1).numpy().any()
+
+
+def test_standard_keyword_arguments():
+    u = md.asarray([200, 100], dtype=md.uint8)
+    assert md.sum(u, dtype=md.int32).dtype is md.int32
+    assert int(md.sum(u, dtype=md.int32)) == 300
+    assert md.prod(u, dtype=md.float32).dtype is md.float32
+    assert md.vecdot(u, u).dtype is md.uint8
+    assert md.concat([md.ones((2, 2)), md.ones(3)], axis=None).shape == (7,)
+    assert md.floor(md.asarray([3, -2], dtype=md.int32)).dtype is md.int32
+    x = md.ones(4)
+    assert md.astype(x, md.int32, device=x.device).dtype is md.int32
+    r = md.reshape(x, shape=(2, 2), copy=True)
+    r[0, 0] = 5.0
+    assert float(x[0]) == 1.0
+
+
+def test_namespace_info_lists_the_standard_dtypes_only():
+    names = set(md.__array_namespace_info__().dtypes())
+    assert "float16" not in names and "bfloat16" not in names
+    assert {"bool", "int64", "float32"} <= names
