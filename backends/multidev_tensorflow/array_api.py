@@ -37,11 +37,21 @@ def _sortable(fn):
 
 
 def _sort(x, axis, direction):
+    if x.dtype.is_floating:
+        return tnp.take_along_axis(x, _argsort(x, axis, direction), axis)
     return tf.sort(x, axis=axis, direction=direction)
 
 
 def _argsort(x, axis, direction):
-    return tf.cast(tf.argsort(x, axis=axis, direction=direction, stable=True), tf.int64)
+    """Stable; NaN sorts last ascending and first descending, as NumPy's sort (tf.argsort
+    leaves NaN wherever its comparisons put it)."""
+    if not x.dtype.is_floating:
+        return tf.cast(tf.argsort(x, axis=axis, direction=direction, stable=True), tf.int64)
+    nan = tf.math.is_nan(x)
+    order = tf.argsort(tf.where(nan, tf.zeros_like(x), x), axis, direction, stable=True)
+    flags = tnp.take_along_axis(tf.cast(nan, tf.int32), order, axis)
+    last = tf.argsort(flags, axis, direction, stable=True)
+    return tf.cast(tnp.take_along_axis(order, last, axis), tf.int64)
 
 
 def _argsort_any(x, axis, descending):
@@ -49,6 +59,13 @@ def _argsort_any(x, axis, descending):
     if x.dtype == tf.bool:
         x = tf.cast(x, tf.uint8)
     return _argsort(x, axis, direction)
+
+
+def _repeat(x, repeats, axis):
+    """tf.repeat's kernels take int32 repeat counts only."""
+    if tf.is_tensor(repeats):
+        repeats = tf.cast(repeats, tf.int32)
+    return tf.repeat(x, repeats, axis=axis)
 
 
 def _searchsorted(a, v, side):
@@ -113,7 +130,7 @@ class ArrayApiOps:
     flip = staticmethod(lambda x, axes: tf.reverse(x, list(axes)))
     roll = staticmethod(lambda x, shifts, axes: tf.roll(x, list(shifts), list(axes)))
     broadcast_to = staticmethod(tf.broadcast_to)
-    repeat = staticmethod(lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis))
+    repeat = staticmethod(_repeat)
     tile = staticmethod(lambda x, reps: tf.tile(x, list(reps)))
     tril = staticmethod(lambda x, k: tnp.tril(x, k))
     triu = staticmethod(lambda x, k: tnp.triu(x, k))

@@ -335,6 +335,8 @@ def sign(x: Any, /) -> Tensor:
     x = as_tensor(x)
     if x._dtype is _dt.bool:
         raise TypeError("Expected a numeric tensor for sign. Received: bool")
+    if x._dtype.kind == "u":  # 0 or 1 (not every framework has an unsigned sign kernel)
+        return ops.astype(x > 0, x._dtype)
     if x._dtype.kind == "c":
         m = ops.abs(x)
         return ops.where(m == 0, creation.zeros_like(x), x / ops.where(m == 0, 1.0, m))

@@ -414,9 +414,13 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) not in SCALARS:
         return binop(coerce(x, y), x, name, kind)
     a, b, dt = operands(x, y, kind)
+    bk = x._bk
     if kind == LOGIC:
         name, b = _logic(x, name, dt, b)
-    bk = x._bk
+    elif type(b) in SCALARS:
+        # a 0-d tensor of the result dtype: a framework may type a leading Python scalar on
+        # its own (TensorFlow makes 0 an int32 whatever the other operand is)
+        b = bk.full((), b, dt, x._dev)
     out = on(bk, x._dev, getattr(bk.ops, name), b, a)
     return Tensor(out, bk, x._dev, _result_dtype(dt, kind))
 
@@ -439,4 +443,9 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
         return k._native
     if isinstance(k, (list, np.ndarray)):
         return coerce(x, k)._native
+    if type(k) is slice and any(isinstance(v, Tensor) for v in (k.start, k.stop, k.step)):
+        # slice bounds are Python ints in every framework: 0-d integer tensors give theirs
+        return slice(
+            *(v.__index__() if isinstance(v, Tensor) else v for v in (k.start, k.stop, k.step))
+        )
     return k

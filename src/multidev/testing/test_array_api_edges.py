@@ -66,3 +66,22 @@ def test_namespace_info_lists_the_standard_dtypes_only():
     names = set(md.__array_namespace_info__().dtypes())
     assert "float16" not in names and "bfloat16" not in names
     assert {"bool", "int64", "float32"} <= names
+
+
+def test_python_scalar_on_the_left_keeps_the_tensor_dtype():
+    for dt in (md.int64, md.int32, md.float64, md.uint8):
+        x = md.ones(2, dtype=dt)
+        assert (0 + x).dtype is dt and (3 - x).dtype is dt
+        np.testing.assert_array_equal((3 - x).numpy(), [2, 2])
+
+
+def test_slice_bounds_may_be_integer_tensors():
+    x = md.arange(6)
+    start, stop = md.asarray(1), md.asarray(4)
+    np.testing.assert_array_equal(x[start:stop].numpy(), [1, 2, 3])
+
+
+def test_sign_of_unsigned_integers():
+    got = md.sign(md.asarray([0, 3], dtype=md.uint8))
+    assert got.dtype is md.uint8
+    np.testing.assert_array_equal(got.numpy(), [0, 1])
