@@ -769,6 +769,8 @@ def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Tensor:
     ax = ops._axis(x, axis)
     if isinstance(repeats, Tensor):
         check_same(x, repeats)
+        if repeats.shape == (1,) and x.shape[ax] != 1:  # one count for every element
+            repeats = broadcast_to(repeats, (x.shape[ax],))
         reps: Any = ops.astype(repeats, _dt.int64, copy=False)._native
     else:
         reps = int(repeats)
