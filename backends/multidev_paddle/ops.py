@@ -18,9 +18,10 @@ import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
 from multidev.contract import op_table
+from multidev.op_specs import SPECS
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
 
@@ -249,9 +250,10 @@ def _linear(x, weight, bias):
 
 OPS = op_table(
     paddle,
-    **CNN_OPS,
+    modules=[cnn],
+    # results of bool and index ops stay as they are; the others go back to the input's dtype
+    wrap=lambda fn, name: _wide(fn, name, back=SPECS[name].promotion not in ("bool", "index")),
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    wrap=_wide,
     add=_wide(operator.add, "add"),
     subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
     multiply=_wide(operator.mul, "multiply"),

@@ -6,8 +6,8 @@ import torch
 
 from multidev.contract import op_table
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -92,7 +92,7 @@ def _clip(x, lo, hi):
 
 OPS = op_table(
     torch,
-    **CNN_OPS,
+    modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
     abs=_abs,
@@ -104,12 +104,7 @@ OPS = op_table(
     prod=_prod,
     argmax=_arg(torch.argmax),
     argmin=_arg(torch.argmin),
-    permute_dims=torch.permute,
-    concat=lambda xs, axis: torch.cat(xs, dim=axis),
-    stack=lambda xs, axis: torch.stack(xs, dim=axis),
     clip=_clip,
-    softmax=lambda x, axis: torch.softmax(x, dim=axis),
-    log_softmax=lambda x, axis: torch.log_softmax(x, dim=axis),
     getitem=getitem,
     astype=lambda x, dt: x.to(NATIVE[dt]),
     copy=torch.clone,

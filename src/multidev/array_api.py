@@ -91,6 +91,7 @@ __all__ = [
     "not_equal",
     "pi",
     "positive",
+    "reciprocal",
     "remainder",
     "repeat",
     "result_type",
@@ -278,6 +279,7 @@ tan = _native_unary("tan", "Elementwise tangent of radians")
 expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
 log2 = _native_unary("log2", "Elementwise base-2 logarithm")
 log10 = _native_unary("log10", "Elementwise base-10 logarithm")
+reciprocal = _native_unary("reciprocal", "Elementwise 1 / x (Array API 2024.12)")
 
 
 def _rounding(name: str, doc: str):
