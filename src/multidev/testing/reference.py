@@ -145,11 +145,11 @@ def tape_grads(
 ) -> Callable[..., tuple]:
     """``grads(fn, tensors, gy)`` for a framework whose tensors keep their gradient in
     ``.grad`` after ``out.backward(gy)``: ``watch(t)`` asks for t's gradient, ``record()``
-    is the context that records the computation (where the framework needs one). What
-    ``watch`` returns, where not None, replaces t."""
+    is the context that records the computation (where the framework needs one)."""
 
     def grads(fn: Callable[..., Any], ts: Sequence[Any], gy: Any = None) -> tuple:
-        ts = [watch(t) or t for t in ts]
+        for t in ts:
+            watch(t)
         with record():
             y = fn(*ts)
         y.backward(gy)
