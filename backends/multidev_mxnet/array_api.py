@@ -8,16 +8,9 @@ import math
 import mxnet as mx
 from mxnet import np as mnp
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
-
-
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return x.copy()
-        return fn(x, axis=axis, keepdims=keepdims)
-
-    return reduce
 
 
 def _sort(x, axis, descending):
@@ -69,8 +62,8 @@ LOWERINGS = {
     "logaddexp": _logaddexp,
     "bitwise_left_shift": _left_shift,
     "bitwise_right_shift": _right_shift,
-    "all": _truth(mnp.all),
-    "any": _truth(mnp.any),
+    "all": reduction(mnp.all, mnp.copy),
+    "any": reduction(mnp.any, mnp.copy),
     "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
     "sort": _sort,
     "argsort": _argsort,

@@ -5,16 +5,9 @@ from __future__ import annotations
 import paddle
 from paddle.utils import dlpack as _dlpack
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
-
-
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return x.clone()
-        return fn(x, axis=None if axis is None else list(axis), keepdim=keepdims)
-
-    return reduce
 
 
 def _sortable(fn):
@@ -51,8 +44,8 @@ def _sign(x):
 #: the Array API ops Paddle spells differently (the rest: by name on ``paddle``)
 LOWERINGS = {
     "sign": _sign,
-    "all": _truth(paddle.all),
-    "any": _truth(paddle.any),
+    "all": reduction(paddle.all, paddle.clone, keepdims="keepdim", axes=list),
+    "any": reduction(paddle.any, paddle.clone, keepdims="keepdim", axes=list),
     "cumulative_sum": lambda x, axis: paddle.cumsum(x, axis=axis),
     "sort": _sortable(paddle.sort),
     "argsort": _sortable(paddle.argsort),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table
+from multidev.contract import op_table, reduction
 from multidev.op_specs import SPECS
 
 from . import cnn
@@ -183,18 +184,8 @@ def _negative(x):
     return -x
 
 
-def _reduction(fn):
-    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing (Paddle
-    reads an empty axis list as 'everything')."""
-
-    def reduce(x, axis, keepdims):
-        if axis is None:
-            return fn(x, axis=None, keepdim=keepdims)
-        if not axis:
-            return x.clone()
-        return fn(x, axis=list(axis), keepdim=keepdims)
-
-    return reduce
+#: Paddle's reductions as (x, axis, keepdims) ops (an empty axis list is 'every axis' to Paddle)
+_reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list)
 
 
 def _arg(fn):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
 
 _SAME_WIDTH_INT = {2: tf.int16, 4: tf.int32, 8: tf.int64}
@@ -61,23 +63,14 @@ def _nonzero(x):
     return tuple(idx[:, i] for i in range(x.shape.rank))
 
 
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return tf.identity(x)
-        return fn(x, axis=None if axis is None else list(axis), keepdims=keepdims)
-
-    return reduce
-
-
 #: the Array API ops TensorFlow spells differently (the rest: by name on ``tf.math``,
 #: ``tf.bitwise`` and ``tf.experimental.numpy``, in that order)
 LOWERINGS = {
     "trunc": _trunc,
     "signbit": _signbit,
     "copysign": _copysign,
-    "all": _truth(tf.math.reduce_all),
-    "any": _truth(tf.math.reduce_any),
+    "all": reduction(tf.math.reduce_all, tf.identity, axes=list),
+    "any": reduction(tf.math.reduce_any, tf.identity, axes=list),
     "cumulative_sum": lambda x, axis: tf.math.cumsum(x, axis=axis),
     "sort": _sortable(_sort),
     "argsort": _argsort_any,

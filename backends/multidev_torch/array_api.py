@@ -4,21 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
-
-
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is None:
-            out = fn(x)
-            return out.reshape((1,) * x.dim()) if keepdims else out
-        if not axis:
-            return x.clone()
-        for a in sorted(axis, reverse=True):
-            x = fn(x, dim=a, keepdim=keepdims)
-        return x
-
-    return reduce
 
 
 def _nonzero(x):
@@ -31,8 +19,8 @@ def _repeat(x, repeats, axis):
 
 #: the Array API ops PyTorch spells differently (the rest: by name on ``torch``)
 LOWERINGS = {
-    "all": _truth(torch.all),
-    "any": _truth(torch.any),
+    "all": reduction(torch.all, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
+    "any": reduction(torch.any, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "cumulative_sum": lambda x, axis: torch.cumsum(x, dim=axis),
     "sort": lambda x, axis, descending: torch.sort(x, dim=axis, descending=descending, stable=True)[
         0

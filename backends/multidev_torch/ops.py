@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
-from multidev.contract import op_table
+from multidev.contract import op_table, reduction
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -26,28 +28,8 @@ def _abs(x):
     return torch.abs(x) if x.dtype is not _BOOL else x.clone()
 
 
-def _reduction(fn):
-    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing."""
-
-    def reduce(x, axis, keepdims):
-        if axis is None:
-            return fn(x, dim=tuple(range(x.dim())), keepdim=True) if keepdims else fn(x)
-        if not axis:
-            return x.clone()
-        return fn(x, dim=axis, keepdim=keepdims)
-
-    return reduce
-
-
-def _prod(x, axis, keepdims):
-    if axis is None:
-        out = torch.prod(x)
-        return out.reshape((1,) * x.dim()) if keepdims else out
-    if not axis:
-        return x.clone()
-    for a in sorted(axis, reverse=True):
-        x = torch.prod(x, dim=a, keepdim=keepdims)
-    return x
+#: torch's reductions as (x, axis, keepdims) ops
+_reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
 
 def _arg(fn):
@@ -101,7 +83,7 @@ OPS = op_table(
     mean=_reduction(torch.mean),
     max=_reduction(torch.amax),
     min=_reduction(torch.amin),
-    prod=_prod,
+    prod=_reduction(torch.prod, per_axis=True),
     argmax=_arg(torch.argmax),
     argmin=_arg(torch.argmin),
     clip=_clip,

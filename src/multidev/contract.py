@@ -40,6 +40,7 @@ __all__ = [
     "lazy_backend",
     "missing_members",
     "op_table",
+    "reduction",
 ]
 
 
@@ -573,6 +574,38 @@ def op_table(
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
     # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+def reduction(
+    fn: Callable[..., Any],
+    copy: Callable[[Any], Any],
+    *,
+    axis: str = "axis",
+    keepdims: str = "keepdims",
+    axes: Callable[[Any], Any] = tuple,
+    per_axis: bool = False,
+) -> Reduction:
+    """The ``(x, axis, keepdims)`` op of a framework's reduction ``fn``, called with its own
+    keyword names (``axis``, ``keepdims``) and the axes as ``axes(...)``: axis None reduces
+    every axis, ``()`` none (``copy(x)``, a new tensor). ``per_axis``: ``fn`` takes one axis
+    at a time (``torch.prod``, ``torch.all``)."""
+
+    def reduce(x: Any, ax: tuple[int, ...] | None, keep: bool) -> Any:
+        if ax is None:
+            if not keep:
+                return fn(x)
+            if per_axis:
+                return fn(x).reshape((1,) * x.ndim)
+            ax = tuple(range(x.ndim))
+        elif not ax:
+            return copy(x)
+        if not per_axis:
+            return fn(x, **{axis: axes(ax), keepdims: keep})
+        for a in sorted(ax, reverse=True):
+            x = fn(x, **{axis: a, keepdims: keep})
+        return x
+
+    return reduce
 
 
 def _native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
