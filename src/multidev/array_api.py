@@ -1,7 +1,7 @@
 """The rest of the Array API 2023.12 main namespace, and the namespace plumbing.
 
 Each function checks and normalises its arguments here, once, then runs the adapter's native
-op (``ArrayApiOps`` in each adapter's ``array_api.py``) or a composition of native ops; no
+op (declared in ``op_specs``, in each adapter's op table) or a composition of native ops; no
 value goes through host memory. ``install()`` attaches ``__array_namespace__``, the DLPack
 methods and the Array API's array methods to ``Tensor``.
 """
