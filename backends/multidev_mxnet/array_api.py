@@ -4,6 +4,7 @@ it lacks are compositions of its kernels)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import mxnet as mx
 from mxnet import np as mnp
@@ -57,7 +58,7 @@ def _from_dlpack(obj):
 
 
 #: the Array API ops MXNet spells differently (the rest: by name on ``mxnet.np``)
-LOWERINGS = {
+LOWERINGS: dict[str, Any] = {
     "sign": _sign,
     "logaddexp": _logaddexp,
     "bitwise_left_shift": _left_shift,

@@ -3,6 +3,8 @@ as the conformance suite's expected values (made ``np.ndarray`` by the op table)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["LOWERINGS", "QUIET"]
@@ -29,7 +31,7 @@ def _argsort(x, axis, descending):
 
 
 #: the Array API ops NumPy spells differently (the rest: by name on ``np``)
-LOWERINGS = {
+LOWERINGS: dict[str, Any] = {
     "all": lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
     "any": lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
     "cumulative_sum": lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),

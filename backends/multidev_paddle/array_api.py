@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import paddle
 from paddle.utils import dlpack as _dlpack
 
@@ -42,7 +44,7 @@ def _sign(x):
 
 
 #: the Array API ops Paddle spells differently (the rest: by name on ``paddle``)
-LOWERINGS = {
+LOWERINGS: dict[str, Any] = {
     "sign": _sign,
     "all": reduction(paddle.all, paddle.clone, keepdims="keepdim", axes=list),
     "any": reduction(paddle.any, paddle.clone, keepdims="keepdim", axes=list),

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 
 from multidev.contract import reduction
@@ -65,7 +67,7 @@ def _nonzero(x):
 
 #: the Array API ops TensorFlow spells differently (the rest: by name on ``tf.math``,
 #: ``tf.bitwise`` and ``tf.experimental.numpy``, in that order)
-LOWERINGS = {
+LOWERINGS: dict[str, Any] = {
     "trunc": _trunc,
     "signbit": _signbit,
     "copysign": _copysign,

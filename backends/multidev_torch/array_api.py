@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from multidev.contract import reduction
@@ -18,7 +20,7 @@ def _repeat(x, repeats, axis):
 
 
 #: the Array API ops PyTorch spells differently (the rest: by name on ``torch``)
-LOWERINGS = {
+LOWERINGS: dict[str, Any] = {
     "all": reduction(torch.all, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "any": reduction(torch.any, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "cumulative_sum": lambda x, axis: torch.cumsum(x, dim=axis),
