@@ -91,6 +91,7 @@ OPS = native_table(
         ),
         "divide": tf.math.truediv,
         "matmul": tf.experimental.numpy.matmul,
+        "argmax": _argmax,
         "clip": _clip,
         "linear": _linear,
         # gradients by tf.GradientTape (gy: the output's gradient; losses are scalars)
