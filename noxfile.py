@@ -503,7 +503,9 @@ def array_api(session: nox.Session, backend: str) -> None:
     env = {
         "MULTIDEV_BACKEND": backend,
         "ARRAY_API_TESTS_MODULE": "multidev",
-        "ARRAY_API_TESTS_VERSION": "2023.12",
+        # MXNet has no complex dtypes, and the suite (at 55fcc60) cannot start on a 2022.12+
+        # namespace without them: MXNet is judged by the standard before complex (2021.12)
+        "ARRAY_API_TESTS_VERSION": "2021.12" if backend == "mxnet" else "2023.12",
         "PYTHONHASHSEED": "0",
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
