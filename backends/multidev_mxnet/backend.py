@@ -38,6 +38,7 @@ from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
@@ -72,6 +73,8 @@ class Backend(Jit, Autograd, AdapterBase):
     dtypes = NATIVE
     dtype_alternatives = ALTERNATIVES
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = "Convert it first, e.g. with x.astype('float32')."
     move_hint = "Move it first, e.g. with x.copyto(mx.cpu())."
     array_limits = ArrayLimits(ndim=32, dim=2**31 - 1, elements=2**31 - 1)

@@ -12,6 +12,7 @@ from multidev.dtypes import DType, from_numpy_dtype
 
 from . import FRAMEWORK
 from .dtypes import NATIVE
+from .linalg import FFT, LINALG
 from .ops import OPS, writable
 
 __all__ = ["Backend"]
@@ -28,6 +29,8 @@ class Backend(AdapterBase):
     tensor_types = (np.ndarray,)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
 
     def version(self) -> str:
         return np.__version__

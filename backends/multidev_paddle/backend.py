@@ -33,6 +33,7 @@ from multidev.device import Device
 from .autograd import Autograd
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS, native_key
 
 __all__ = ["Backend"]
@@ -75,6 +76,8 @@ class Backend(Jit, Autograd, AdapterBase):
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)

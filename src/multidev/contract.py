@@ -32,6 +32,7 @@ __all__ = [
     "Autograd",
     "DLPack",
     "EagerAutograd",
+    "Extension",
     "Framework",
     "OpTable",
     "dtype_error",
@@ -167,6 +168,9 @@ class Adapter(Protocol):
     framework: Framework  # import name, distributions, install extra
     capabilities: frozenset[str]
     ops: OpTable
+    #: lowerings of the Array API extensions md.linalg and md.fft
+    linalg: Extension
+    fft: Extension
     tensor_types: tuple[type, ...]  # native tensor classes, for isinstance checks
     #: module holding the native reference ``OPS`` of the conformance suite, or None
     reference: str | None
@@ -292,6 +296,28 @@ def dtype_error(
     )
 
 
+class Extension:
+    """The lowerings of one Array API extension (``md.linalg``, ``md.fft``) on one framework.
+
+    ``lowering(name)`` is ``lowerings[name]`` where the framework spells a function differently,
+    else the function called ``name`` in the first of ``namespaces`` that has one (e.g.
+    ``torch.linalg`` then ``torch``), else None: the framework lacks it. The core calls each
+    lowering as its declaration in ``multidev.linalg`` / ``multidev.fft`` says."""
+
+    def __init__(self, *namespaces: Any, **lowerings: Callable[..., Any] | None) -> None:
+        self.namespaces = namespaces
+        self.lowerings = lowerings
+
+    def lowering(self, name: str) -> Callable[..., Any] | None:
+        if name in self.lowerings:
+            return self.lowerings[name]
+        for namespace in self.namespaces:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return cast(Callable[..., Any], fn)
+        return None
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
     creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
@@ -343,6 +369,9 @@ class AdapterBase:
                 cls.reference = f"{package}.reference"
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
+    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions (none by default)
+    linalg: ClassVar[Extension] = Extension()
+    fft: ClassVar[Extension] = Extension()
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
 
     def __init__(self) -> None:
