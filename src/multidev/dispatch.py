@@ -425,4 +425,9 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
         return k._native
     if isinstance(k, (list, np.ndarray)):
         return coerce(x, k)._native
+    if type(k) is slice and Tensor in (type(k.start), type(k.stop), type(k.step)):
+        # 0-d integer Tensors as slice bounds (x[:n] with n = md.sum(...)): Python ints
+        return slice(
+            *(v if type(v) is not Tensor else v.__index__() for v in (k.start, k.stop, k.step))
+        )
     return k
