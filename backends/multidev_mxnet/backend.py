@@ -163,6 +163,9 @@ class Backend(Jit, Autograd, AdapterBase):
             return self.from_numpy(np.full(shape, value, dtype=npdt), dev)
         return mnp.full(shape, value, dtype=npdt, ctx=self.native_device(dev))
 
+    def empty(self, shape, dt, dev) -> mnp.ndarray:
+        return mnp.empty(shape, dtype=self.native_dtype(dt), ctx=self.native_device(dev))
+
     def setitem(self, x, key, value):
         return setitem(x, key, value)
 

@@ -59,6 +59,9 @@ class Backend(AdapterBase):
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> np.ndarray:
         return np.full(shape, value, dtype=dt.numpy)
 
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> np.ndarray:
+        return np.empty(shape, dtype=dt.numpy)
+
     def is_trainable_variable(self, var: Any) -> bool:
         return isinstance(var, np.ndarray)
 

@@ -192,6 +192,9 @@ class Backend(Jit, Autograd, AdapterBase):
             return super().full(shape, value, dt, dev)
         return paddle.full(list(shape), value, dtype=NATIVE[dt], device=self.native_device(dev))
 
+    def empty(self, shape, dt, dev):
+        return paddle.empty(list(shape), dtype=NATIVE[dt], device=self.native_device(dev))
+
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
         key = native_key(key)

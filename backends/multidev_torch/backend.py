@@ -136,6 +136,9 @@ class Backend(Jit, Autograd, AdapterBase):
             return super().full(shape, value, dt, dev)
         return torch.full(shape, value, dtype=NATIVE[dt], device=self.native_device(dev))
 
+    def empty(self, shape, dt, dev) -> torch.Tensor:
+        return torch.empty(shape, dtype=NATIVE[dt], device=self.native_device(dev))
+
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; leaves that require grad are written under no_grad."""
         if x.requires_grad and x.is_leaf:

@@ -203,6 +203,7 @@ class Adapter(Protocol):
     def to_numpy(self, x: Any) -> np.ndarray: ...
     def to_device(self, x: Any, dev: Device) -> Any: ...
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any: ...
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any: ...
     def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
     def seed(self, seed: int) -> None: ...
 
@@ -507,6 +508,11 @@ class AdapterBase:
 
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
         return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any:
+        """A new tensor whose values are unspecified: the framework's uninitialised allocation
+        where it has one; zeros here (TensorFlow has no uninitialised tensors)."""
+        return self.full(shape, 0, dt, dev)
 
     def make_variable(self, x: Any) -> Any:
         """A trainable framework variable with its own storage, holding x's values, on x's device."""
