@@ -27,6 +27,8 @@ SECTIONS = (
     "tensor",
     "ops",
     "array_api",
+    "linalg",
+    "fft",
     "torch_fluency",
     "block",
     "parameters",
