@@ -6,12 +6,15 @@ the framework's kernels against float64 finite differences; the errors of bad in
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import multidev as md
 from multidev import nn
 
+NOT_AN_INT: Any = 1.5
 RTOL, ATOL = 2e-4, 2e-4  # float32 factorisations on different LAPACK builds
 FD_RTOL, FD_ATOL = 2e-3, 2e-3
 
@@ -253,12 +256,14 @@ def _grads(f, *arrays):
     with md.autograd.record():
         out = f(*params)
     out.backward()
-    return [p.grad.numpy() for p in params]
+    grads = [p.grad for p in params]
+    assert all(g is not None for g in grads), "backward() left a gradient unset"
+    return [g.numpy() for g in grads if g is not None]
 
 
-def _finite_differences(f, *arrays, eps=1e-6):
+def _finite_differences(f, *inputs, eps=1e-6):
     """Central differences of the scalar f, evaluated in float64 by NumPy."""
-    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+    arrays = [np.asarray(a, dtype=np.float64) for a in inputs]
     out = []
     for i, a in enumerate(arrays):
         g = np.zeros_like(a)
@@ -343,6 +348,6 @@ def test_errors_are_clear():
     with pytest.raises(ValueError, match="mode"):
         md.linalg.qr(x, mode="r")
     with pytest.raises(TypeError, match="integer power"):
-        md.linalg.matrix_power(md.ones((3, 3)), 1.5)
+        md.linalg.matrix_power(md.ones((3, 3)), NOT_AN_INT)
     with pytest.raises(ValueError, match="rows to match"):
         md.linalg.solve(md.ones((3, 3)), md.ones(4))
