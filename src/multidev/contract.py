@@ -21,7 +21,7 @@ import numpy as np
 
 from .device import Device
 from .dtypes import DType
-from .errors import DeviceError
+from .errors import DeviceError, UnsupportedOperationError
 from .registry import Framework
 
 __all__ = [
@@ -317,6 +317,18 @@ class Extension:
             if fn is not None:
                 return cast(Callable[..., Any], fn)
         return None
+
+    def require(self, extension: str, name: str, backend: str) -> Callable[..., Any]:
+        """``lowering(name)``; UnsupportedOperationError naming ``extension.name`` and the
+        backend where the framework lacks it."""
+        fn = self.lowering(name)
+        if fn is None:
+            raise UnsupportedOperationError(
+                f"Expected a backend whose framework has {extension}.{name}. Received: the "
+                f"{backend} backend, whose framework has none. Use another backend for "
+                f"md.{extension}.{name}."
+            )
+        return fn
 
 
 class AdapterBase:

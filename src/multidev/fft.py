@@ -17,7 +17,6 @@ from typing import Any
 from . import array_api, creation, ops
 from . import dtypes as _dt
 from .dispatch import as_tensor, on, wrap
-from .errors import UnsupportedOperationError
 from .tensors import Tensor
 
 __all__ = [
@@ -43,12 +42,7 @@ _NORMS = ("backward", "ortho", "forward")
 def _native(x: Tensor, name: str, *args: Any) -> Tensor:
     """The adapter's lowering of ``fft.<name>`` run on x's device, as a Tensor."""
     bk = x._bk
-    fn = bk.fft.lowering(name)
-    if fn is None:
-        raise UnsupportedOperationError(
-            f"Expected a backend whose framework has fft.{name}. Received: the {bk.name} "
-            f"backend, whose framework has none. Use another backend for md.fft.{name}."
-        )
+    fn = bk.fft.require("fft", name, bk.name)
     return wrap(x, on(bk, x._dev, fn, x._native, *args))
 
 

@@ -20,7 +20,6 @@ import numpy as np
 from . import array_api, ops
 from . import dtypes as _dt
 from .dispatch import as_tensor, check_same, floating, on, wrap
-from .errors import UnsupportedOperationError
 from .tensors import Tensor
 
 __all__ = [
@@ -84,12 +83,7 @@ class SVDResult(NamedTuple):
 def _native(x: Tensor, name: str, *args: Any, **kwargs: Any) -> Any:
     """The adapter's lowering of ``linalg.<name>`` run on native ``args`` on x's device."""
     bk = x._bk
-    fn = bk.linalg.lowering(name)
-    if fn is None:
-        raise UnsupportedOperationError(
-            f"Expected a backend whose framework has linalg.{name}. Received: the {bk.name} "
-            f"backend, whose framework has none. Use another backend for md.linalg.{name}."
-        )
+    fn = bk.linalg.require("linalg", name, bk.name)
     return on(bk, x._dev, lambda: fn(*args, **kwargs))
 
 
