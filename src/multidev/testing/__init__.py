@@ -29,6 +29,7 @@ SECTIONS = (
     "array_api",
     "linalg",
     "fft",
+    "array_object",
     "torch_fluency",
     "block",
     "parameters",
