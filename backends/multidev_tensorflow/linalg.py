@@ -1,6 +1,7 @@
 """TensorFlow lowerings of ``md.linalg`` and ``md.fft``: ``tf.linalg`` where it spells a
-function as the core calls it, TF kernels composed where it does not (``tf.signal`` transforms
-only along the last axes, with ``fft_length`` instead of ``n`` and without ``norm``)."""
+function as the core calls it, TF kernels composed where it does not (``tf.signal``'s
+one-axis transforms act on the last axis, with ``fft_length`` instead of ``n`` and without
+``norm``)."""
 
 from __future__ import annotations
 
@@ -111,9 +112,42 @@ def _irfft(x, n, axis, norm):
     return _last(run, axis, x)
 
 
+#: hfft and ihfft are irfft and rfft of the conjugate with the normalisation swapped
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+_fft = _c2c(tf.signal.fft, False)
+_ifft = _c2c(tf.signal.ifft, True)
+
+
+def _separable(one_axis, real=None, real_first=True):
+    """An n-d transform as one-axis transforms applied axis by axis (TensorFlow's FFTND has
+    no CPU kernel). ``real`` transforms the last of ``axes`` (the real-input half): first for
+    rfftn, after the complex axes for irfftn."""
+
+    def transform(x, s, axes, norm):
+        sizes = [None] * len(axes) if s is None else list(s)
+        if real is not None and real_first:
+            x = real(x, sizes[-1], axes[-1], norm)
+        complex_axes = axes if real is None else axes[:-1]
+        for a, n in zip(complex_axes, sizes, strict=False):
+            x = one_axis(x, n, a, norm)
+        if real is not None and not real_first:
+            x = real(x, sizes[-1], axes[-1], norm)
+        return x
+
+    return transform
+
+
 FFT = Extension(
-    fft=_c2c(tf.signal.fft, False),
-    ifft=_c2c(tf.signal.ifft, True),
+    fft=_fft,
+    ifft=_ifft,
     rfft=_rfft,
     irfft=_irfft,
+    hfft=lambda x, n, axis, norm: _irfft(tf.math.conj(x), n, axis, _SWAP[norm]),
+    ihfft=lambda x, n, axis, norm: tf.math.conj(_rfft(x, n, axis, _SWAP[norm])),
+    fftn=_separable(_fft),
+    ifftn=_separable(_ifft),
+    rfftn=_separable(_fft, _rfft),
+    irfftn=_separable(_ifft, _irfft, real_first=False),
 )

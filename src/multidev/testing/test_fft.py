@@ -62,6 +62,16 @@ def _transform_cases(rng):
         "hfft": (lambda t: md.fft.hfft(t), np.fft.hfft, half),
         "ihfft": (lambda t: md.fft.ihfft(t), np.fft.ihfft, x),
         "fftn": (lambda t: md.fft.fftn(t), np.fft.fftn, x),
+        "fftn_s_axes": (
+            lambda t: md.fft.fftn(t, s=(3, 8), axes=(1, 0), norm="forward"),
+            lambda a: np.fft.fftn(a, (3, 8), (1, 0), "forward"),
+            x,
+        ),
+        "rfftn_axes": (
+            lambda t: md.fft.rfftn(t, axes=(1, 0), norm="ortho"),
+            lambda a: np.fft.rfftn(a, axes=(1, 0), norm="ortho"),
+            x,
+        ),
         "ifftn": (
             lambda t: md.fft.ifftn(t, axes=(0,)),
             lambda a: np.fft.ifftn(a, axes=(0,)),
