@@ -119,13 +119,13 @@ def eigh(x: Any, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices."""
     x = _matrices(x, "eigh", square=True)
     w, v = _native(x, "eigh", x._native)
-    return EighResult(wrap(x, w, x._dtype), wrap(x, v, x._dtype))
+    return EighResult(wrap(x, w), wrap(x, v, x._dtype))  # eigenvalues are real
 
 
 def eigvalsh(x: Any, /) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices."""
     x = _matrices(x, "eigvalsh", square=True)
-    return wrap(x, _native(x, "eigvalsh", x._native), x._dtype)
+    return wrap(x, _native(x, "eigvalsh", x._native))
 
 
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
@@ -142,13 +142,13 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     """The singular value decomposition ``x = U @ diag(S) @ Vh`` (S descending)."""
     x = _matrices(x, "svd")
     u, s, vh = _native(x, "svd", x._native, full_matrices=full_matrices)
-    return SVDResult(wrap(x, u, x._dtype), wrap(x, s, x._dtype), wrap(x, vh, x._dtype))
+    return SVDResult(wrap(x, u, x._dtype), wrap(x, s), wrap(x, vh, x._dtype))
 
 
 def svdvals(x: Any, /) -> Tensor:
     """The singular values of matrices, descending."""
     x = _matrices(x, "svdvals")
-    return wrap(x, _native(x, "svdvals", x._native), x._dtype)
+    return wrap(x, _native(x, "svdvals", x._native))
 
 
 # ---------------------------------------------------------------- solving and inverting
@@ -165,7 +165,7 @@ def slogdet(x: Any, /) -> SlogdetResult:
     ``det`` overflows)."""
     x = _matrices(x, "slogdet", square=True)
     sign, logabs = _native(x, "slogdet", x._native)
-    return SlogdetResult(wrap(x, sign, x._dtype), wrap(x, logabs, x._dtype))
+    return SlogdetResult(wrap(x, sign, x._dtype), wrap(x, logabs))
 
 
 def inv(x: Any, /) -> Tensor:
@@ -304,7 +304,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: flo
     elif ord < 0:
         out = ops.sum(abs(flat) ** ord, axis=-1) ** (1 / ord)
     else:
-        out = wrap(x, _native(x, "vector_norm", flat._native, ord), x._dtype)
+        out = wrap(x, _native(x, "vector_norm", flat._native, ord))
     return ops.reshape(out, keep) if keepdims else out
 
 
