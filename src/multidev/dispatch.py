@@ -425,9 +425,9 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
         return k._native
     if isinstance(k, (list, np.ndarray)):
         return coerce(x, k)._native
-    if type(k) is slice and Tensor in (type(k.start), type(k.stop), type(k.step)):
-        # 0-d integer Tensors as slice bounds (x[:n] with n = md.sum(...)): Python ints
+    if type(k) is slice and any(isinstance(v, Tensor) for v in (k.start, k.stop, k.step)):
+        # slice bounds are Python ints in every framework: 0-d integer tensors give theirs
         return slice(
-            *(v if type(v) is not Tensor else v.__index__() for v in (k.start, k.stop, k.step))
+            *(v.__index__() if isinstance(v, Tensor) else v for v in (k.start, k.stop, k.step))
         )
     return k
