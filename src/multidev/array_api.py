@@ -910,7 +910,6 @@ def install() -> None:
         "__or__": lambda self, other: bitwise_or(self, other),
         "__ror__": lambda self, other: bitwise_or(_same(other, self), self),
         "__invert__": bitwise_invert,
-        "__complex__": lambda self: complex(self.item()),
         "mT": property(matrix_transpose),
     }
     in_place = {
