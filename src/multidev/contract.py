@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, cast, run
 
 import numpy as np
 
+from . import errors
 from .device import Device
 from .dtypes import DType
-from .errors import DeviceError, UnsupportedOperationError
+from .errors import DeviceError
 from .registry import Framework
 
 __all__ = [
@@ -323,7 +324,7 @@ class Extension:
         backend where the framework lacks it."""
         fn = self.lowering(name)
         if fn is None:
-            raise UnsupportedOperationError(
+            raise errors.UnsupportedOperationError(
                 f"Expected a backend whose framework has {extension}.{name}. Received: the "
                 f"{backend} backend, whose framework has none. Use another backend for "
                 f"md.{extension}.{name}."
