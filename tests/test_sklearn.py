@@ -14,8 +14,9 @@ import pytest
 
 import multidev as md
 
-sklearn = pytest.importorskip("sklearn", reason="scikit-learn is in the test extras")
-pytest.importorskip("array_api_compat", reason="array-api-compat is in the test extras")
+_MISSING = "not installed: the 'interop' extra (not in MXNet's environment: it needs NumPy >= 1.26)"
+sklearn = pytest.importorskip("sklearn", reason=f"scikit-learn {_MISSING}")
+pytest.importorskip("array_api_compat", reason=f"array-api-compat {_MISSING}")
 
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
