@@ -34,6 +34,7 @@ from multidev.device import Device
 from .autograd import Autograd
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS, native_key
 
 __all__ = ["Backend"]
@@ -66,22 +67,17 @@ class Backend(Jit, Autograd, AdapterBase):
 
     name = "paddle"
     capabilities = frozenset(
-        {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack"}
+        {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
     )
     conformance_xfails: ClassVar[Mapping[str, str]] = {
         f"{test}[exp-complex128]": "Paddle's complex128 exp kernel is only float32-accurate"
         for test in ("test_matches_numpy", "test_matches_numpy_reference_backend")
     }
-    # md.jit through paddle.jit.to_static (jit.py) is off: whole runs of the jit conformance
-    # section crashed natively (SIGFPE/SIGSEGV) or hung in about a third of the tries
-    jit_compile = None
-    jit_unsupported = (
-        "multidev's paddle.jit.to_static path is switched off until an intermittent native "
-        "crash in it is understood; the function runs eagerly"
-    )
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
@@ -195,6 +191,9 @@ class Backend(Jit, Autograd, AdapterBase):
         if not isinstance(value, (int, float)):
             return super().full(shape, value, dt, dev)
         return paddle.full(list(shape), value, dtype=NATIVE[dt], device=self.native_device(dev))
+
+    def empty(self, shape, dt, dev):
+        return paddle.empty(list(shape), dtype=NATIVE[dt], device=self.native_device(dev))
 
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
