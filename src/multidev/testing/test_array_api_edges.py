@@ -19,7 +19,7 @@ def test_bitwise_operators_on_integers_and_scalars():
     b = md.asarray([True, False])
     np.testing.assert_array_equal((b & True).numpy(), [True, False])
     np.testing.assert_array_equal((False | b).numpy(), [True, False])
-    with pytest.raises(TypeError, match="(bool or integer|integer or bool)"):
+    with pytest.raises(TypeError, match=r"(bool or integer|integer or bool)"):
         md.ones(2) & md.ones(2)
 
 
