@@ -682,7 +682,9 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     if idx._dtype.kind not in "iu":
         raise TypeError(f"Expected integer indices. Received: {idx._dtype}")
     idx = ops.astype(idx, _dt.int64, copy=False)
-    return wrap(x, call(x, "take", x._native, idx._native, ops._axis(x, axis)), x._dtype)
+    ax = ops._axis(x, axis)
+    idx = ops.where(idx < 0, idx + x.shape[ax], idx)  # negative indices count from the end
+    return wrap(x, call(x, "take", x._native, idx._native, ax), x._dtype)
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Tensor:

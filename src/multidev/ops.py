@@ -172,10 +172,19 @@ def square(x) -> Tensor:
     return x * x
 
 
-def clip(x, min: float | None = None, max: float | None = None) -> Tensor:
+def clip(x, min: Any = None, max: Any = None) -> Tensor:
+    """``x`` limited to ``[min, max]`` (Python numbers, or tensors that broadcast against x);
+    the result keeps x's dtype."""
     x = as_tensor(x)
     if min is None and max is None:
         return x
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = binop(out, astype(as_tensor(min, x), x._dtype, copy=False), "maximum", ARITH)
+        if max is not None:
+            out = binop(out, astype(as_tensor(max, x), x._dtype, copy=False), "minimum", ARITH)
+        return out
     return wrap(x, call(x, "clip", x._native, min, max), x._dtype)
 
 

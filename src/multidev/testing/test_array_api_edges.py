@@ -85,3 +85,11 @@ def test_sign_of_unsigned_integers():
     got = md.sign(md.asarray([0, 3], dtype=md.uint8))
     assert got.dtype is md.uint8
     np.testing.assert_array_equal(got.numpy(), [0, 1])
+
+
+def test_clip_with_tensor_bounds_and_take_with_negative_indices():
+    x = md.asarray([1, 5, 9], dtype=md.int32)
+    got = md.clip(x, min=md.asarray([2, 2, 2], dtype=md.int32), max=md.asarray(6, dtype=md.int32))
+    assert got.dtype is md.int32
+    np.testing.assert_array_equal(got.numpy(), [2, 5, 6])
+    np.testing.assert_array_equal(md.take(x, md.asarray([0, -1])).numpy(), [1, 9])
