@@ -359,7 +359,14 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
 
 
 def expand_dims(x, axis: int = 0) -> Tensor:
+    """``x`` with a new axis of size 1 at ``axis`` (in ``[-ndim - 1, ndim]``; IndexError
+    outside it, as the standard says)."""
     x = as_tensor(x)
+    if not -x.ndim - 1 <= axis <= x.ndim:
+        raise IndexError(
+            f"Expected an axis in [{-x.ndim - 1}, {x.ndim}] for a {x.ndim}-d tensor. "
+            f"Received: {axis}"
+        )
     ax = axis % (x.ndim + 1)
     shape = x.shape
     return reshape(x, (*shape[:ax], 1, *shape[ax:]))

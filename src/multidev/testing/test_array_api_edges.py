@@ -93,3 +93,10 @@ def test_clip_with_tensor_bounds_and_take_with_negative_indices():
     assert got.dtype is md.int32
     np.testing.assert_array_equal(got.numpy(), [2, 5, 6])
     np.testing.assert_array_equal(md.take(x, md.asarray([0, -1])).numpy(), [1, 9])
+
+
+def test_expand_dims_refuses_an_axis_out_of_range():
+    x = md.ones(3)
+    assert md.expand_dims(x, axis=-2).shape == (1, 3)
+    with pytest.raises(IndexError, match="axis"):
+        md.expand_dims(x, axis=3)
