@@ -81,6 +81,10 @@ OPS = native_table(
         "clip": torch.clamp,
         "linear": F.linear,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
+        "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
+            x, k, s, p, d, ceil, return_indices=True
+        ),
+        "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
         "grad_linear": lambda x, w, b, gy: _grads(F.linear, (x, w, b), gy),
         "grad_relu": lambda x, gy: _grads(torch.relu, (x,), gy)[0],

@@ -29,6 +29,34 @@ def _rnn_layer(mode, x, weights, num_layers, bidirectional, gy):
     return (y, x.grad, *(p.grad for p in params))
 
 
+def _lstm_projected_layer(x, weights, num_layers, bidirectional, proj_size, gy):
+    """torch.nn.LSTM(proj_size=...) (batch-first) on the given weights: (y, dx, *dweights)."""
+    m = torch.nn.LSTM(
+        x.shape[-1], weights[0].shape[0] // 4, num_layers, batch_first=True,
+        bidirectional=bidirectional, proj_size=proj_size,
+    )  # fmt: skip
+    params = list(m.parameters())
+    with torch.no_grad():
+        for p, w in zip(params, weights, strict=True):
+            p.copy_(w)
+    x = x.requires_grad_()
+    y = m(x)[0]
+    y.backward(gy)
+    return (y, x.grad, *(p.grad for p in params))
+
+
+def _mha_kv(q, k, v, weights, num_heads, batch_first, average_attn_weights):
+    """torch.nn.MultiheadAttention with kdim/vdim (separate q/k/v projections) on the given
+    parameters (``named_parameters`` order): (output, weights not averaged or averaged)."""
+    m = torch.nn.MultiheadAttention(
+        q.shape[-1], num_heads, kdim=k.shape[-1], vdim=v.shape[-1], batch_first=batch_first
+    )
+    with torch.no_grad():
+        for p, w in zip(m.parameters(), weights, strict=True):
+            p.copy_(w)
+    return m(q, k, v, average_attn_weights=average_attn_weights)
+
+
 def _attention(q, k, v, mask, is_causal, gy):
     """F.scaled_dot_product_attention (bool mask, True = attend): (out, dq, dk, dv)."""
     ts = [t.requires_grad_() for t in (q, k, v)]
@@ -54,6 +82,8 @@ SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "mha": _mha,
+    "mha_kv": _mha_kv,
+    "lstm_projected_layer": _lstm_projected_layer,
     "layer_norm": lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
     "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
     "embedding": lambda idx, w: F.embedding(idx, w),
