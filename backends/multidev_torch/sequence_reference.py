@@ -29,31 +29,27 @@ def _rnn_layer(mode, x, weights, num_layers, bidirectional, gy):
     return (y, x.grad, *(p.grad for p in params))
 
 
-def _lstm_projected_layer(x, weights, num_layers, bidirectional, proj_size, gy):
-    """torch.nn.LSTM(proj_size=...) (batch-first) on the given weights: (y, dx, *dweights)."""
+def _lstm_projected_layer(x, state, num_layers, bidirectional, proj_size, gy):
+    """torch.nn.LSTM(proj_size=...) (batch-first) loaded with ``state`` (a multidev state
+    dict: its keys must be torch's): (y, dx, *dweights in torch's parameter order)."""
     m = torch.nn.LSTM(
-        x.shape[-1], weights[0].shape[0] // 4, num_layers, batch_first=True,
+        x.shape[-1], state["weight_ih_l0"].shape[0] // 4, num_layers, batch_first=True,
         bidirectional=bidirectional, proj_size=proj_size,
     )  # fmt: skip
-    params = list(m.parameters())
-    with torch.no_grad():
-        for p, w in zip(params, weights, strict=True):
-            p.copy_(w)
+    m.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     x = x.requires_grad_()
     y = m(x)[0]
     y.backward(gy)
-    return (y, x.grad, *(p.grad for p in params))
+    return (y, x.grad, *(p.grad for p in m.parameters()))
 
 
-def _mha_kv(q, k, v, weights, num_heads, batch_first, average_attn_weights):
-    """torch.nn.MultiheadAttention with kdim/vdim (separate q/k/v projections) on the given
-    parameters (``named_parameters`` order): (output, weights not averaged or averaged)."""
+def _mha_kv(q, k, v, state, num_heads, batch_first, average_attn_weights):
+    """torch.nn.MultiheadAttention with kdim/vdim (separate q/k/v projections) loaded with
+    ``state`` (a multidev state dict): (output, weights averaged over heads or not)."""
     m = torch.nn.MultiheadAttention(
         q.shape[-1], num_heads, kdim=k.shape[-1], vdim=v.shape[-1], batch_first=batch_first
     )
-    with torch.no_grad():
-        for p, w in zip(m.parameters(), weights, strict=True):
-            p.copy_(w)
+    m.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     return m(q, k, v, average_attn_weights=average_attn_weights)
 
 

@@ -244,8 +244,8 @@ def test_multihead_attention_kdim_vdim_matches_framework_layer(average, rng, nat
         pytest.skip("the framework has no layer with PyTorch's MultiheadAttention parameters")
     q, k, v = _kv_inputs(rng, False)
     out, w, m = _mha_kv_run(q, k, v, False, average)
-    weights = [p.numpy() for p in m.parameters()]
-    want_out, want_w = native_ops["mha_kv"](q, k, v, weights, HEADS, False, average)
+    state = {k: v.numpy() for k, v in m.state_dict().items()}  # loads under torch's keys
+    want_out, want_w = native_ops["mha_kv"](q, k, v, state, HEADS, False, average)
     np.testing.assert_allclose(out, want_out, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(w, want_w, rtol=RTOL, atol=ATOL)
 
