@@ -16,6 +16,7 @@ from mxnet import np as mnp
 
 from multidev.testing.reference import native_table
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -121,5 +122,11 @@ OPS.update(
     {
         name: mx.util.use_np(fn)
         for name, fn in native_table(_mx, lambda x: x.asnumpy(), SEQUENCE_OPS).items()
+    }
+)
+OPS.update(
+    {
+        name: mx.util.use_np(fn)
+        for name, fn in native_table(_mx, lambda x: x.asnumpy(), CNN_OPS).items()
     }
 )

@@ -11,6 +11,7 @@ import numpy as np
 
 from multidev.testing.reference import native_table
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 with warnings.catch_warnings():
@@ -114,3 +115,4 @@ OPS = native_table(
 )
 
 OPS.update(native_table(_t, _np, SEQUENCE_OPS))
+OPS.update(native_table(_t, _np, CNN_OPS))

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from multidev.testing.reference import native_table
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -126,3 +127,4 @@ OPS = native_table(
 )
 
 OPS.update(native_table(lambda a: tf.constant(np.asarray(a)), _np, SEQUENCE_OPS))
+OPS.update(native_table(lambda a: tf.constant(np.asarray(a)), _np, CNN_OPS))

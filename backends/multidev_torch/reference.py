@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from multidev.testing.reference import native_table
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -101,3 +102,4 @@ OPS = native_table(
 )
 
 OPS.update(native_table(_t, _np, SEQUENCE_OPS))
+OPS.update(native_table(_t, _np, CNN_OPS))

@@ -210,3 +210,22 @@ def test_dilated_max_pool2d_gradient_goes_to_each_maximum(rng):
     for c in range(2):
         np.add.at(want[0, c], idx.numpy()[0, c].ravel(), 1.0)
     np.testing.assert_array_equal(x.grad.numpy(), want.reshape(x0.shape))
+
+
+# ---------------------------------------------------------------- pools: the framework's own
+
+
+@pytest.mark.parametrize("kind", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("k,s,p", [((3, 3), (2, 2), (1, 1)), ((2, 3), (1, 2), (0, 1))])
+def test_pooling_matches_the_framework(kind, k, s, p, rng, native_ops):
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    got = getattr(F, kind)(md.asarray(x), k, s, p).numpy()
+    np.testing.assert_allclose(got, native_ops[kind](x, k, s, p), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,size", [((8, 6), (4, 3)), ((9, 8), (4, 3)), ((5, 7), (1, 1))])
+def test_adaptive_avg_pool2d_matches_the_framework(shape, size, rng, native_ops):
+    x = rng.standard_normal((2, 3, *shape)).astype(np.float32)
+    got = F.adaptive_avg_pool2d(md.asarray(x), size).numpy()
+    want = native_ops["adaptive_avg_pool2d"](x, size)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
