@@ -571,8 +571,8 @@ def _circular(x: Tensor, pairs: list[tuple[int, int]]) -> Tensor:
             )
         if lo or hi:
             lead = (slice(None),) * axis
-            parts = [x[(*lead, slice(size - lo, None))]] if lo else []
-            parts += [x] + ([x[(*lead, slice(0, hi))]] if hi else [])
+            last, first = (*lead, slice(size - lo, None)), (*lead, slice(0, hi))
+            parts = ([x[last]] if lo else []) + [x] + ([x[first]] if hi else [])
             x = ops.concat(parts, axis=axis)
     return x
 

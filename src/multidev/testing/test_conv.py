@@ -136,6 +136,7 @@ def test_circular_pad_gradient_sums_the_wrapped_copies(rng):
     # the first 2 after
     i = np.arange(4)
     counts = 1 + (i >= 4 - 3) + (i < 2)
+    assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(counts, (1, 2, 4)))
 
 
@@ -209,6 +210,7 @@ def test_dilated_max_pool2d_gradient_goes_to_each_maximum(rng):
     want = np.zeros(x0.shape, np.float32).reshape(1, 2, -1)
     for c in range(2):
         np.add.at(want[0, c], idx.numpy()[0, c].ravel(), 1.0)
+    assert x.grad is not None
     np.testing.assert_array_equal(x.grad.numpy(), want.reshape(x0.shape))
 
 

@@ -226,6 +226,7 @@ def test_lstm_projection_and_gradients_match_framework_layer(rng, native_ops):
     state = {k: v.numpy() for k, v in lstm.state_dict().items()}  # loads under torch's keys
     want_y, want_dx, *want_dw = native_ops["lstm_projected_layer"](x, state, 2, True, PROJ, gy)
     np.testing.assert_allclose(lstm(md.asarray(x))[0].numpy(), want_y, rtol=RTOL, atol=ATOL)
+    assert xp.grad is not None
     np.testing.assert_allclose(xp.grad.numpy(), want_dx, rtol=1e-4, atol=1e-5)
     for (name, p), w in zip(lstm.named_parameters(), want_dw, strict=True):
         np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-5, err_msg=name)
