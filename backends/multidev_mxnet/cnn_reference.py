@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import mxnet as mx
 from mxnet import autograd, gluon, npx
 from mxnet import np as mnp
 
@@ -55,7 +56,12 @@ def _batch_norm_train(x, w, b, eps):
 
 
 def _group_norm(x, groups, w, b, eps):
-    return _layer(gluon.nn.GroupNorm(groups, epsilon=eps, in_channels=x.shape[1]), (w, b))(x)
+    """MXNet's GroupNorm kernel (a legacy operator: nd arrays) normalises; its affine
+    parameters are per group in MXNet 1.x (PyTorch's are per channel), so they are left at
+    one and zero and the per-channel scale and shift follow it."""
+    ones, zeros = mx.nd.ones((groups,)), mx.nd.zeros((groups,))
+    y = mx.nd.GroupNorm(x.as_nd_ndarray(), ones, zeros, num_groups=groups, eps=eps)
+    return y.as_np_ndarray() * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
 
 
 CNN_OPS: dict[str, Callable[..., Any]] = {
