@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, cast, run
 
 import numpy as np
 
+from . import errors
 from .device import Device
 from .dtypes import DType
 from .errors import DeviceError
@@ -33,6 +34,7 @@ __all__ = [
     "Autograd",
     "DLPack",
     "EagerAutograd",
+    "Extension",
     "Framework",
     "OpTable",
     "dtype_error",
@@ -170,6 +172,9 @@ class Adapter(Protocol):
     framework: Framework  # import name, distributions, install extra
     capabilities: frozenset[str]
     ops: OpTable
+    #: lowerings of the Array API extensions md.linalg and md.fft
+    linalg: Extension
+    fft: Extension
     tensor_types: tuple[type, ...]  # native tensor classes, for isinstance checks
     #: module holding the native reference ``OPS`` of the conformance suite, or None
     reference: str | None
@@ -202,6 +207,7 @@ class Adapter(Protocol):
     def to_numpy(self, x: Any) -> np.ndarray: ...
     def to_device(self, x: Any, dev: Device) -> Any: ...
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any: ...
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any: ...
     def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
     def seed(self, seed: int) -> None: ...
 
@@ -295,6 +301,40 @@ def dtype_error(
     )
 
 
+class Extension:
+    """The lowerings of one Array API extension (``md.linalg``, ``md.fft``) on one framework.
+
+    ``lowering(name)`` is ``lowerings[name]`` where the framework spells a function differently,
+    else the function called ``name`` in the first of ``namespaces`` that has one (e.g.
+    ``torch.linalg`` then ``torch``), else None: the framework lacks it. The core calls each
+    lowering as its declaration in ``multidev.linalg`` / ``multidev.fft`` says."""
+
+    def __init__(self, *namespaces: Any, **lowerings: Callable[..., Any] | None) -> None:
+        self.namespaces = namespaces
+        self.lowerings = lowerings
+
+    def lowering(self, name: str) -> Callable[..., Any] | None:
+        if name in self.lowerings:
+            return self.lowerings[name]
+        for namespace in self.namespaces:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return cast(Callable[..., Any], fn)
+        return None
+
+    def require(self, extension: str, name: str, backend: str) -> Callable[..., Any]:
+        """``lowering(name)``; UnsupportedOperationError naming ``extension.name`` and the
+        backend where the framework lacks it."""
+        fn = self.lowering(name)
+        if fn is None:
+            raise errors.UnsupportedOperationError(
+                f"Expected a backend whose framework has {extension}.{name}. Received: the "
+                f"{backend} backend, whose framework has none. Use another backend for "
+                f"md.{extension}.{name}."
+            )
+        return fn
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
     creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
@@ -346,6 +386,9 @@ class AdapterBase:
                 cls.reference = f"{package}.reference"
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
+    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions (none by default)
+    linalg: ClassVar[Extension] = Extension()
+    fft: ClassVar[Extension] = Extension()
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
 
     def __init__(self) -> None:
@@ -481,6 +524,11 @@ class AdapterBase:
 
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
         return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any:
+        """A new tensor whose values are unspecified: the framework's uninitialised allocation
+        where it has one; zeros here (TensorFlow has no uninitialised tensors)."""
+        return self.full(shape, 0, dt, dev)
 
     def make_variable(self, x: Any) -> Any:
         """A trainable framework variable with its own storage, holding x's values, on x's device."""
