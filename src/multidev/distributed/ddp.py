@@ -13,6 +13,7 @@ from ..nn.module import Block
 from ..nn.native import call_native, native_module
 from ..ops import concat, reshape
 from ..tensors import Tensor
+from ..tracing import untraceable
 from .group import DistributedError
 
 __all__ = ["DistributedDataParallel"]
@@ -150,6 +151,10 @@ class DistributedDataParallel(Block):
         g = self._group
         if g.world_size == 1 or not self._params:
             return
+        untraceable(
+            "DistributedDataParallel averages gradients with the engine's collectives, which "
+            "a trace-once compiler (tf.function) would pair up wrongly across ranks"
+        )
         from ..creation import zeros_like
 
         with autograd.no_grad():
