@@ -101,11 +101,16 @@ def framework_launcher(
     ]
 
 
-def data_parallel(module: Any, group: TorchGroup, bucket_cap_mb: float) -> Any:
+def data_parallel(
+    module: Any, group: TorchGroup, bucket_cap_mb: float, find_unused_parameters: bool
+) -> Any:
     """torch's own ``DistributedDataParallel`` around ``module`` (``net.native``): its reducer
     all-reduces each bucket of gradients as soon as autograd has produced them, during the
     backward pass, and leaves the average in every parameter's ``.grad``."""
     ids = [group.local_rank] if group.device.type == "gpu" else None
     return torch.nn.parallel.DistributedDataParallel(
-        module, device_ids=ids, bucket_cap_mb=bucket_cap_mb
+        module,
+        device_ids=ids,
+        bucket_cap_mb=bucket_cap_mb,
+        find_unused_parameters=find_unused_parameters,
     )

@@ -41,13 +41,17 @@ class DistributedDataParallel(Block):
     gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
     pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``,
     flattened into buckets, one engine all-reduce per bucket (a parameter without a gradient
-    contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. Call the wrapper, not
+    contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
+    that gets no gradient in a step is the framework's error unless ``find_unused_parameters``
+    (which makes the wrapper search the graph each step, as in torch). Call the wrapper, not
     ``net``, in the training step, or the gradients are not averaged on torch and paddle.
     Each rank should see a different shard of every batch (``DistributedSampler``); the
     optimiser then makes the same step on every rank.
     """
 
-    def __init__(self, net: Block, bucket_cap_mb: float = 25.0) -> None:
+    def __init__(
+        self, net: Block, bucket_cap_mb: float = 25.0, find_unused_parameters: bool = False
+    ) -> None:
         from . import group
 
         super().__init__()
@@ -67,7 +71,9 @@ class DistributedDataParallel(Block):
         self.__dict__["_cap"] = max(1, int(bucket_cap_mb * 2**20))
         self._check_same_model(named)
         self._broadcast_parameters()
-        self.__dict__["_native_ddp"] = self._native_wrapper(named, bucket_cap_mb)
+        self.__dict__["_native_ddp"] = self._native_wrapper(
+            named, bucket_cap_mb, bool(find_unused_parameters)
+        )
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
@@ -113,7 +119,9 @@ class DistributedDataParallel(Block):
                 if native is not b._native:
                     b[...] = Tensor(native, b._bk, b._dev, b._dtype)
 
-    def _native_wrapper(self, named: list[tuple[str, Any]], bucket_cap_mb: float) -> Any:
+    def _native_wrapper(
+        self, named: list[tuple[str, Any]], bucket_cap_mb: float, find_unused: bool
+    ) -> Any:
         """The engine's own data-parallel module around ``net.native`` (None where the
         engine module has no ``data_parallel``, or for a group of one process)."""
         from . import engine_module
@@ -124,7 +132,7 @@ class DistributedDataParallel(Block):
         wrap = getattr(engine_module(bk), "data_parallel", None)
         if wrap is None:
             return None
-        return wrap(native_module(self.module), self._group, bucket_cap_mb)
+        return wrap(native_module(self.module), self._group, bucket_cap_mb, find_unused)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         wrapped = self._native_ddp
