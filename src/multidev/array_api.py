@@ -1,7 +1,7 @@
 """The rest of the Array API 2023.12 main namespace, and the namespace plumbing.
 
 Each function checks and normalises its arguments here, once, then runs the adapter's native
-op (``ArrayApiOps`` in each adapter's ``array_api.py``) or a composition of native ops; no
+op (declared in ``op_specs``, in each adapter's op table) or a composition of native ops; no
 value goes through host memory. ``install()`` attaches ``__array_namespace__``, the DLPack
 methods and the Array API's array methods to ``Tensor``.
 """
@@ -91,6 +91,7 @@ __all__ = [
     "not_equal",
     "pi",
     "positive",
+    "reciprocal",
     "remainder",
     "repeat",
     "result_type",
@@ -278,6 +279,7 @@ tan = _native_unary("tan", "Elementwise tangent of radians")
 expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
 log2 = _native_unary("log2", "Elementwise base-2 logarithm")
 log10 = _native_unary("log10", "Elementwise base-10 logarithm")
+reciprocal = _native_unary("reciprocal", "Elementwise 1 / x (Array API 2024.12)")
 
 
 def _rounding(name: str, doc: str):

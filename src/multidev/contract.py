@@ -22,6 +22,7 @@ import numpy as np
 from .device import Device
 from .dtypes import DType
 from .errors import DeviceError
+from .op_specs import SPECS
 from .registry import Framework
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "lazy_backend",
     "missing_members",
     "op_table",
+    "reduction",
 ]
 
 
@@ -542,29 +544,78 @@ def env_count(name: str, default: int, what: str) -> int:
     return n
 
 
-#: ops every framework spells like the Array API with the same meaning: an adapter's op table
-#: takes them from the framework's namespace (``op_table``) unless it lowers them itself
-NAMESPACE_OPS = (
-    *("exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "floor", "sigmoid"),
-    *("logical_not", "logical_and", "logical_or", "maximum", "minimum", "reshape", "where"),
-)
-
-
 def op_table(
-    namespace: Any, /, *, wrap: Callable[[Any, str], Any] | None = None, **lowerings: Any
+    *namespaces: Any,
+    modules: Sequence[Any] = (),
+    wrap: Callable[[Any, str], Any] | None = None,
+    **lowerings: Any,
 ) -> OpTable:
-    """An adapter's op table: ``lowerings`` (op name -> native function) where the framework
-    spells an op differently, the ``NAMESPACE_OPS`` from ``namespace`` (through
-    ``wrap(fn, name)`` where given) for the others, and Python's operators for the rest."""
-    table = {
-        name: getattr(namespace, name) if wrap is None else wrap(getattr(namespace, name), name)
-        for name in NAMESPACE_OPS
-        if name not in lowerings
-    }
-    table.update(lowerings)
+    """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
+    the adapter's lowering (``lowerings``, else a function of the op's name in one of the
+    adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
+    framework's ``namespaces`` (through ``wrap(fn, name)`` where given), else Python's operator
+    (``PythonOperatorOps``). An op found nowhere is absent: ``missing_members`` names it."""
+    table = {}
+    for name, spec in SPECS.items():
+        fn = lowerings.get(name)
+        for module in modules:
+            fn = getattr(module, name, None) if fn is None else fn
+        if fn is None:
+            fn = _native(namespaces, spec.natives)
+            fn = fn if fn is None or wrap is None else wrap(fn, name)
+        if fn is not None:
+            table[name] = fn
+    unknown = set(lowerings) - set(SPECS)
+    if unknown:
+        raise TypeError(
+            f"Expected lowerings of ops declared in multidev.op_specs. Received: "
+            f"{sorted(unknown)}. Declare the op there first."
+        )
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
-    # the class is built from NAMESPACE_OPS and the lowerings: the checker cannot see its members
+    # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+def reduction(
+    fn: Callable[..., Any],
+    copy: Callable[[Any], Any],
+    *,
+    axis: str = "axis",
+    keepdims: str = "keepdims",
+    axes: Callable[[Any], Any] = tuple,
+    per_axis: bool = False,
+) -> Reduction:
+    """The ``(x, axis, keepdims)`` op of a framework's reduction ``fn``, called with its own
+    keyword names (``axis``, ``keepdims``) and the axes as ``axes(...)``: axis None reduces
+    every axis, ``()`` none (``copy(x)``, a new tensor). ``per_axis``: ``fn`` takes one axis
+    at a time (``torch.prod``, ``torch.all``)."""
+
+    def reduce(x: Any, ax: tuple[int, ...] | None, keep: bool) -> Any:
+        if ax is None:
+            if not keep:
+                return fn(x)
+            if per_axis:
+                return fn(x).reshape((1,) * x.ndim)
+            ax = tuple(range(x.ndim))
+        elif not ax:
+            return copy(x)
+        if not per_axis:
+            return fn(x, **{axis: axes(ax), keepdims: keep})
+        for a in sorted(ax, reverse=True):
+            x = fn(x, **{axis: a, keepdims: keep})
+        return x
+
+    return reduce
+
+
+def _native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
+    """The first of ``names`` found on the first namespace that has one, or None."""
+    for namespace in namespaces:
+        for name in names:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return fn
+    return None
 
 
 class PythonOperatorOps:
