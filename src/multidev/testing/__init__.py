@@ -26,6 +26,7 @@ SECTIONS = (
     "placement",
     "tensor",
     "ops",
+    "edges",
     "array_api",
     "torch_fluency",
     "block",
