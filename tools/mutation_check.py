@@ -41,6 +41,7 @@ DEFAULT_SECTIONS = (
     "tensor",
     "ops",
     "edges",
+    "numpy_parity",
     "array_api",
     "torch_fluency",
     "block",

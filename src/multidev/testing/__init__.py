@@ -27,6 +27,7 @@ SECTIONS = (
     "tensor",
     "ops",
     "edges",
+    "numpy_parity",
     "array_api",
     "torch_fluency",
     "block",
