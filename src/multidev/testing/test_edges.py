@@ -7,6 +7,8 @@ every backend: the same values, or a refusal of the same type with a message tha
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,10 +25,14 @@ def _array(dt: str, shape: tuple[int, ...]) -> np.ndarray:
     return (np.arange(int(np.prod(shape))) % 5 - 2).reshape(shape).astype(dt)
 
 
+def _reduce(f: Callable[..., Any], axis: Any) -> Callable[[Any], Any]:
+    return lambda x: f(x, axis=axis)
+
+
 #: name -> (call on an md tensor, the tensor's shape)
-CASES = {
+CASES: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
     **{
-        f"{name}_{ax}_of_0d": (lambda x, f=f, ax=ax: f(x, axis=ax), ())
+        f"{name}_{ax}_of_0d": (_reduce(f, ax), ())
         for name, f in [("sum", md.sum), ("prod", md.prod), ("mean", md.mean), ("max", md.max)]
         for ax in (0, -1, (0,))
     },
