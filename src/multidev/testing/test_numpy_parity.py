@@ -41,6 +41,7 @@ def _cases(rng: np.random.Generator, dtype: np.dtype) -> dict:
     a, b, p, m, w, bias = (x.astype(dt) for x in (a, b, p, m, w, bias))
     seven = dt(7)
     idx = np.array([[2, 0], [4, 4]])
+    img = rng.uniform(-2.0, 2.0, (2, 3, 4, 6)).astype(dt)
     return {
         "add": (md.add, np.add, (a, b)),
         "subtract": (md.subtract, np.subtract, (a, b)),
@@ -83,6 +84,16 @@ def _cases(rng: np.random.Generator, dtype: np.dtype) -> dict:
         "pad_reflect": (
             lambda x: F.pad(x[None], (1, 1), mode="reflect")[0],
             lambda x: np.pad(x, ((0, 0), (1, 1)), mode="reflect"),
+            (a,),
+        ),
+        "adaptive_avg_pool2d": (
+            lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+            lambda x: x.reshape(2, 3, 2, 2, 3, 2).mean(axis=(3, 5)),
+            (img,),
+        ),
+        "from_dlpack": (
+            lambda x: md.from_dlpack(np.ascontiguousarray(x.numpy())),
+            lambda x: x,
             (a,),
         ),
         "embedding": (lambda x: F.embedding(md.asarray(idx), x), lambda x: x[idx], (w,)),
