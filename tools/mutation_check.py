@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 row[kind] = "SURVIVED"
         table[name] = row
+        print(f"{name}: {row}", file=sys.stderr, flush=True)
     survived = sorted(n for n, r in table.items() if "SURVIVED" in r.values())
     summary = {
         "backend": bk.name,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import selectors
@@ -395,6 +396,15 @@ def _worker(seed: int, start: int, count: int) -> None:
 # ------------------------------------------------------------------------------ runner
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user and system) that process ``pid`` has used; None without ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(
     cases: int,
     seed: int = 0,
@@ -404,9 +414,11 @@ def run(
     first: int = 0,
 ) -> list[Result]:
     """Run ``cases`` cases (indices ``first`` to ``first + cases - 1``) in worker subprocesses of
-    the active backend; a case that runs past ``max(60, 10 * time_limit)`` seconds is killed
-    (outcome ``"hang"``) and the worker restarted after it. Returns one result per case;
-    ``summarize`` judges them against the limits."""
+    the active backend; a case that uses ``max(60, 10 * time_limit)`` CPU seconds (or, where the
+    worker's CPU time cannot be read, wall-clock seconds), or sits 5 times that long on the
+    wall clock, is killed (outcome ``"hang"``) and the worker restarted after it: on a busy
+    machine a worker waiting for a CPU is not taken for a hung one. Returns one result per
+    case; ``summarize`` judges them against the limits."""
     results: list[Result] = []
     index, end = first, first + cases
     hard = max(60.0, 10 * time_limit)
@@ -419,8 +431,14 @@ def run(
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + start_timeout
+        waited_since, cpu_mark = time.monotonic(), 0.0
         while index < end:
             if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                cpu = _cpu_seconds(proc.pid)
+                now = time.monotonic()
+                if cpu is not None and cpu - cpu_mark < hard and now - waited_since < 5 * hard:
+                    deadline = now + hard  # starved of CPU by other work, not hung
+                    continue
                 proc.kill()
                 results.append({"index": index, "outcome": "hang", "seconds": hard, "peak": 0,
                                 "rss": 0})  # fmt: skip
@@ -439,7 +457,9 @@ def run(
             result = json.loads(line)
             results.append(result)
             index = result["index"] + 1
-            deadline = time.monotonic() + hard
+            waited_since = time.monotonic()
+            deadline = waited_since + hard
+            cpu_mark = _cpu_seconds(proc.pid) or 0.0
         sel.close()
         if proc.poll() is None:
             proc.kill()
