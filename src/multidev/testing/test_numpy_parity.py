@@ -28,6 +28,18 @@ def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
 
 
+def _adaptive_avg_pool2d(x: np.ndarray, oh: int, ow: int) -> np.ndarray:
+    """PyTorch's windows: cell i spans [floor(i*h/oh), ceil((i+1)*h/oh))."""
+    h, w = x.shape[2:]
+    out = np.empty((*x.shape[:2], oh, ow), dtype=x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            rows = slice(i * h // oh, -(-(i + 1) * h // oh))
+            cols = slice(j * w // ow, -(-(j + 1) * w // ow))
+            out[:, :, i, j] = x[:, :, rows, cols].mean(axis=(2, 3))
+    return out
+
+
 def _cases(rng: np.random.Generator, dtype: np.dtype) -> dict:
     """name -> (multidev call, the same in NumPy, inputs of NumPy dtype ``dt``), on values away
     from zero and from rounding edges."""
@@ -42,6 +54,7 @@ def _cases(rng: np.random.Generator, dtype: np.dtype) -> dict:
     seven = dt(7)
     idx = np.array([[2, 0], [4, 4]])
     img = rng.uniform(-2.0, 2.0, (2, 3, 4, 6)).astype(dt)
+    odd = rng.uniform(-2.0, 2.0, (2, 3, 5, 7)).astype(dt)
     return {
         "add": (md.add, np.add, (a, b)),
         "subtract": (md.subtract, np.subtract, (a, b)),
@@ -90,6 +103,11 @@ def _cases(rng: np.random.Generator, dtype: np.dtype) -> dict:
             lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
             lambda x: x.reshape(2, 3, 2, 2, 3, 2).mean(axis=(3, 5)),
             (img,),
+        ),
+        "adaptive_avg_pool2d_uneven": (
+            lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+            lambda x: _adaptive_avg_pool2d(x, 2, 3),
+            (odd,),
         ),
         "from_dlpack": (
             lambda x: md.from_dlpack(np.ascontiguousarray(x.numpy())),
