@@ -25,10 +25,10 @@ ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
 AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
-    "numpy": "test",
-    "torch": "torch,test",
-    "tensorflow": "tensorflow,test",
-    "paddle": "paddle,test",
+    "numpy": "test,interop",
+    "torch": "torch,test,interop",
+    "tensorflow": "tensorflow,test,interop",
+    "paddle": "paddle,test,interop",
     "mxnet": "mxnet,test",
 }
 SHARED = ROOT / ".nox" / "_shared"

@@ -4,20 +4,14 @@ it lacks are compositions of its kernels)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import mxnet as mx
 from mxnet import np as mnp
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
-
-
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return x.copy()
-        return fn(x, axis=axis, keepdims=keepdims)
-
-    return reduce
 
 
 def _sort(x, axis, descending):
@@ -63,57 +57,23 @@ def _from_dlpack(obj):
     return mx.nd.from_dlpack(obj.__dlpack__()).as_np_ndarray()
 
 
-class ArrayApiOps:
-    acos = staticmethod(mnp.arccos)
-    acosh = staticmethod(mnp.arccosh)
-    asin = staticmethod(mnp.arcsin)
-    asinh = staticmethod(mnp.arcsinh)
-    atan = staticmethod(mnp.arctan)
-    atanh = staticmethod(mnp.arctanh)
-    cosh = staticmethod(mnp.cosh)
-    sinh = staticmethod(mnp.sinh)
-    tan = staticmethod(mnp.tan)
-    expm1 = staticmethod(mnp.expm1)
-    log2 = staticmethod(mnp.log2)
-    log10 = staticmethod(mnp.log10)
-    ceil = staticmethod(mnp.ceil)
-    trunc = staticmethod(mnp.trunc)
-    round = staticmethod(mnp.round)
-    sign = staticmethod(_sign)
-    isnan = staticmethod(mnp.isnan)
-    isinf = staticmethod(mnp.isinf)
-    isfinite = staticmethod(mnp.isfinite)
-    signbit = staticmethod(mnp.signbit)
-    atan2 = staticmethod(mnp.arctan2)
-    hypot = staticmethod(mnp.hypot)
-    copysign = staticmethod(mnp.copysign)
-    logaddexp = staticmethod(_logaddexp)
-    bitwise_and = staticmethod(mnp.bitwise_and)
-    bitwise_or = staticmethod(mnp.bitwise_or)
-    bitwise_xor = staticmethod(mnp.bitwise_xor)
-    bitwise_left_shift = staticmethod(_left_shift)
-    bitwise_right_shift = staticmethod(_right_shift)
-    bitwise_invert = staticmethod(mnp.invert)
-    all = staticmethod(_truth(mnp.all))
-    any = staticmethod(_truth(mnp.any))
-    cumulative_sum = staticmethod(lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype))
-    sort = staticmethod(_sort)
-    argsort = staticmethod(_argsort)
-    searchsorted = staticmethod(
-        lambda a, v, side: mnp.searchsorted(a, v, side=side).astype("int64")
-    )
-    nonzero = staticmethod(lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)))
-    take = staticmethod(lambda x, idx, axis: mnp.take(x, idx, axis=axis))
-    flip = staticmethod(lambda x, axes: mnp.flip(x, axes))
-    roll = staticmethod(lambda x, shifts, axes: mnp.roll(x, shifts, axes))
-    broadcast_to = staticmethod(lambda x, shape: mnp.broadcast_to(x, shape).copy())
-    repeat = staticmethod(lambda x, repeats, axis: mnp.repeat(x, repeats, axis=axis))
-    tile = staticmethod(mnp.tile)
-    tril = staticmethod(lambda x, k: mnp.tril(x, k))
-    triu = staticmethod(lambda x, k: x - mnp.tril(x, k - 1))
-    to_dlpack = staticmethod(lambda x: x.to_dlpack_for_read())
-    from_dlpack = staticmethod(_from_dlpack)
-
-
-#: op name -> native function, for the adapter's op_table
-LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}
+#: the Array API ops MXNet spells differently (the rest: by name on ``mxnet.np``)
+LOWERINGS: dict[str, Any] = {
+    "sign": _sign,
+    "logaddexp": _logaddexp,
+    "bitwise_left_shift": _left_shift,
+    "bitwise_right_shift": _right_shift,
+    "all": reduction(mnp.all, mnp.copy),
+    "any": reduction(mnp.any, mnp.copy),
+    "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
+    "sort": _sort,
+    "argsort": _argsort,
+    "searchsorted": lambda a, v, side: mnp.searchsorted(a, v, side=side).astype("int64"),
+    "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
+    "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),
+    "broadcast_to": lambda x, shape: mnp.broadcast_to(x, shape).copy(),
+    "repeat": lambda x, repeats, axis: mnp.repeat(x, repeats, axis=axis),
+    "triu": lambda x, k: x - mnp.tril(x, k - 1),
+    "to_dlpack": lambda x: x.to_dlpack_for_read(),
+    "from_dlpack": _from_dlpack,
+}

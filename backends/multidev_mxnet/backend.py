@@ -22,7 +22,7 @@ bfloat16: asking for them raises TypeError.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, ClassVar
 
 import mxnet as mx
 import numpy as np
@@ -38,6 +38,7 @@ from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
@@ -72,6 +73,13 @@ class Backend(Jit, Autograd, AdapterBase):
     dtypes = NATIVE
     dtype_alternatives = ALTERNATIVES
     ops = OPS
+    linalg = LINALG
+    fft = FFT
+    conformance_xfails: ClassVar[dict[str, str]] = {
+        "test_gradients_match_finite_differences[eigvalsh]": (
+            "MXNet 1.9.1's eigvalsh/eigh backward gives zero gradients"
+        ),
+    }
     convert_hint = "Convert it first, e.g. with x.astype('float32')."
     move_hint = "Move it first, e.g. with x.copyto(mx.cpu())."
     array_limits = ArrayLimits(ndim=32, dim=2**31 - 1, elements=2**31 - 1)
@@ -159,6 +167,9 @@ class Backend(Jit, Autograd, AdapterBase):
         ):
             return self.from_numpy(np.full(shape, value, dtype=npdt), dev)
         return mnp.full(shape, value, dtype=npdt, ctx=self.native_device(dev))
+
+    def empty(self, shape, dt, dev) -> mnp.ndarray:
+        return mnp.empty(shape, dtype=self.native_dtype(dt), ctx=self.native_device(dev))
 
     def setitem(self, x, key, value):
         return setitem(x, key, value)

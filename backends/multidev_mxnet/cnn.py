@@ -6,7 +6,8 @@ from __future__ import annotations
 from mxnet import np as mnp
 from mxnet import npx
 
-__all__ = ["OPS"]
+#: the lowerings, found by op name by the adapter's op_table
+__all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
 
 
 def _filled(x, pads, fill):
@@ -83,6 +84,10 @@ def _pool(kind, fill):
     return pool
 
 
+max_pool2d = _pool("max", float("-inf"))
+avg_pool2d = _pool("avg", 0.0)
+
+
 def batch_norm(x, mean, var, w, b, eps):
     c = x.shape[1]
     if mean is None:
@@ -108,13 +113,3 @@ def pad(x, pads, mode, value):
     if mode == "constant":
         return _filled(x, pads, value)
     return mnp.pad(x, pads, mode=_MODES[mode])
-
-
-OPS = {
-    "conv2d": conv2d,
-    "conv_transpose2d": conv_transpose2d,
-    "max_pool2d": _pool("max", float("-inf")),
-    "avg_pool2d": _pool("avg", 0.0),
-    "batch_norm": batch_norm,
-    "pad": pad,
-}

@@ -14,8 +14,8 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import op_table
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import native
 from .indexing import getitem, like
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -292,7 +292,7 @@ def _astype(x, dt: _dt.DType):
 
 OPS = op_table(
     mnp,
-    **CNN_OPS,
+    modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     abs=_same_if_bool(mnp.abs),
     add=_add,

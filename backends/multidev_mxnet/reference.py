@@ -14,7 +14,7 @@ import numpy as np
 from mxnet import gluon, npx
 from mxnet import np as mnp
 
-from multidev.testing.reference import native_table
+from multidev.testing.reference import gradient_keys, native_table, tape_grads
 
 from .sequence_reference import SEQUENCE_OPS
 
@@ -34,16 +34,6 @@ def _linear(x, w, b):
     if b is None:
         return npx.fully_connected(x, w, num_hidden=w.shape[0], no_bias=True, flatten=False)
     return npx.fully_connected(x, w, b, num_hidden=w.shape[0], flatten=False)
-
-
-def _grads(fn, xs, gy=None) -> tuple:
-    """Gradients of sum(fn(*xs) * gy) (of fn(...) itself when gy is None) by mx.autograd."""
-    for x in xs:
-        x.attach_grad()
-    with mx.autograd.record():
-        out = fn(*xs)
-    out.backward(gy)
-    return tuple(x.grad for x in xs)
 
 
 def _mse(a, b):
@@ -68,58 +58,40 @@ def _native_sgd_step(module: gluon.Block, x, y, lr: float):
     return loss
 
 
-_TABLE = native_table(
-    _mx,
-    lambda x: x.asnumpy(),
-    {
-        "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
-            x,
-            w,
-            b,
-            kernel=w.shape[2:],
-            stride=s,
-            dilate=d,
-            pad=p,
-            num_filter=w.shape[0],
-            num_group=g,
-            no_bias=False,
-            layout="NCHW",
-        ),
-        "sigmoid": npx.sigmoid,
-        "relu": npx.relu,
-        "softmax": lambda x, axis: npx.softmax(x, axis=axis),
-        "log_softmax": _log_softmax,
-        "sum": lambda x, axis, keepdims: mnp.sum(x, axis=axis, keepdims=keepdims),
-        "mean": lambda x, axis, keepdims: mnp.mean(x, axis=axis, keepdims=keepdims),
-        "max": lambda x, axis, keepdims: mnp.max(x, axis=axis, keepdims=keepdims),
-        "argmax": lambda x, axis: mnp.argmax(x, axis=axis),
-        "reshape": mnp.reshape,
-        "permute_dims": mnp.transpose,
-        "concat": lambda xs, axis: mnp.concatenate(xs, axis=axis),
-        "stack": lambda xs, axis: mnp.stack(xs, axis=axis),
-        "where": mnp.where,
-        "clip": mnp.clip,
-        "linear": _linear,
-        # gradients by mx.autograd (gy: the output's gradient; losses are scalars)
-        "grad_linear": lambda x, w, b, gy: _grads(_linear, (x, w, b), gy),
-        "grad_relu": lambda x, gy: _grads(npx.relu, (x,), gy)[0],
-        "grad_softmax": lambda x, axis, gy: _grads(lambda t: npx.softmax(t, axis=axis), (x,), gy)[
-            0
-        ],
-        "grad_mse_loss": lambda a, b: _grads(_mse, (a, b))[0],
-        "grad_cross_entropy": lambda z, labels: _grads(_cross_entropy(labels), (z,))[0],
-        # native interop: what MXNet's own tools see of net.native
-        "native_parameters": lambda module: list(module.collect_params().values()),
-        "native_sgd_step": _native_sgd_step,
-    },
-    mnp,
-)
-
-#: name -> the op computed by MXNet on NumPy arrays, returning a NumPy array
-OPS = {name: mx.util.use_np(fn) for name, fn in _TABLE.items()}
-OPS.update(
-    {
-        name: mx.util.use_np(fn)
-        for name, fn in native_table(_mx, lambda x: x.asnumpy(), SEQUENCE_OPS).items()
-    }
-)
+OPS = {
+    name: mx.util.use_np(fn)
+    for name, fn in native_table(
+        _mx,
+        lambda x: x.asnumpy(),
+        {
+            **SEQUENCE_OPS,
+            "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
+                x,
+                w,
+                b,
+                kernel=w.shape[2:],
+                stride=s,
+                dilate=d,
+                pad=p,
+                num_filter=w.shape[0],
+                num_group=g,
+                no_bias=False,
+                layout="NCHW",
+            ),
+            "softmax": lambda x, axis: npx.softmax(x, axis=axis),
+            "log_softmax": _log_softmax,
+            "linear": _linear,
+            # gradients by mx.autograd (gy: the output's gradient; losses are scalars)
+            **gradient_keys(
+                tape_grads(lambda x: x.attach_grad(), mx.autograd.record),
+                *(_linear, npx.relu, lambda t, axis: npx.softmax(t, axis=axis), _mse),
+                _cross_entropy,
+            ),
+            # native interop: what MXNet's own tools see of net.native
+            "native_parameters": lambda module: list(module.collect_params().values()),
+            "native_sgd_step": _native_sgd_step,
+        },
+        mnp,
+        npx,
+    ).items()
+}

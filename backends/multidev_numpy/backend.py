@@ -12,6 +12,7 @@ from multidev.dtypes import DType, from_numpy_dtype
 
 from . import FRAMEWORK
 from .dtypes import NATIVE
+from .linalg import FFT, LINALG
 from .ops import OPS, writable
 
 __all__ = ["Backend"]
@@ -28,6 +29,8 @@ class Backend(AdapterBase):
     tensor_types = (np.ndarray,)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
 
     def version(self) -> str:
         return np.__version__
@@ -55,6 +58,9 @@ class Backend(AdapterBase):
 
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> np.ndarray:
         return np.full(shape, value, dtype=dt.numpy)
+
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> np.ndarray:
+        return np.empty(shape, dtype=dt.numpy)
 
     def is_trainable_variable(self, var: Any) -> bool:
         return isinstance(var, np.ndarray)

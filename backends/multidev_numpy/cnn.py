@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["OPS"]
+#: the lowerings, found by op name by the adapter's op_table
+__all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
 
 
 def _padded(x, pads, fill=0.0):
@@ -83,13 +84,3 @@ def pad(x, pads, mode, value):
     if mode == "constant":
         return np.pad(x, pads, constant_values=value)
     return np.pad(x, pads, mode=_MODES[mode])
-
-
-OPS = {
-    "conv2d": conv2d,
-    "conv_transpose2d": conv_transpose2d,
-    "max_pool2d": max_pool2d,
-    "avg_pool2d": avg_pool2d,
-    "batch_norm": batch_norm,
-    "pad": pad,
-}

@@ -9,8 +9,9 @@ import numpy as np
 
 from multidev.contract import op_table
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
+from .array_api import QUIET
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS", "writable"]
@@ -21,10 +22,23 @@ _asarray = np.asarray
 def _arr(fn):
     def wrapped(*args):
         out = fn(*args)
-        return out if type(out) is np.ndarray else _asarray(out)
+        return _asarray(out) if isinstance(out, np.generic) else out
 
     wrapped.__name__ = getattr(fn, "__name__", "op")
     return wrapped
+
+
+def _wrap(fn, name):
+    """NumPy's function ``fn`` for op ``name``: 0-d results as arrays, domain warnings off
+    where the op's result already says it (``QUIET``)."""
+    if name not in QUIET:
+        return _arr(fn)
+
+    def quiet(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+    return _arr(quiet)
 
 
 _PY_SCALARS = (int, float, bool)
@@ -42,7 +56,7 @@ def _binary(fn):
         elif type(b) in _PY_SCALARS:
             b = a.dtype.type(b)
         out = fn(a, b)
-        return out if type(out) is np.ndarray else _asarray(out)
+        return _asarray(out) if isinstance(out, np.generic) else out
 
     return wrapped
 
@@ -98,9 +112,9 @@ _BINARY = {
 
 OPS = op_table(
     np,
-    **CNN_OPS,
-    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    wrap=lambda fn, name: _arr(fn),
+    modules=[cnn],
+    wrap=_wrap,
+    **{name: _arr(fn) for name, fn in ARRAY_API.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
     matmul=_arr(np.matmul),
     negative=_arr(np.negative),
@@ -114,9 +128,6 @@ OPS = op_table(
     prod=_reduce(np.prod),
     argmax=_arg(np.argmax),
     argmin=_arg(np.argmin),
-    permute_dims=_arr(np.transpose),
-    concat=_arr(lambda xs, axis: np.concatenate(xs, axis=axis)),
-    stack=_arr(lambda xs, axis: np.stack(xs, axis=axis)),
     clip=_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)),
     softmax=_arr(_softmax),
     log_softmax=_arr(_log_softmax),

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import paddle
 from paddle.utils import dlpack as _dlpack
 
+from multidev.contract import reduction
+
 __all__ = ["LOWERINGS"]
-
-
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return x.clone()
-        return fn(x, axis=None if axis is None else list(axis), keepdim=keepdims)
-
-    return reduce
 
 
 def _sortable(fn):
@@ -48,55 +43,19 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
-class ArrayApiOps:
-    acos = staticmethod(paddle.acos)
-    acosh = staticmethod(paddle.acosh)
-    asin = staticmethod(paddle.asin)
-    asinh = staticmethod(paddle.asinh)
-    atan = staticmethod(paddle.atan)
-    atanh = staticmethod(paddle.atanh)
-    cosh = staticmethod(paddle.cosh)
-    sinh = staticmethod(paddle.sinh)
-    tan = staticmethod(paddle.tan)
-    expm1 = staticmethod(paddle.expm1)
-    log2 = staticmethod(paddle.log2)
-    log10 = staticmethod(paddle.log10)
-    ceil = staticmethod(paddle.ceil)
-    trunc = staticmethod(paddle.trunc)
-    round = staticmethod(lambda x: paddle.round(x))
-    sign = staticmethod(_sign)
-    isnan = staticmethod(paddle.isnan)
-    isinf = staticmethod(paddle.isinf)
-    isfinite = staticmethod(paddle.isfinite)
-    signbit = staticmethod(paddle.signbit)
-    atan2 = staticmethod(paddle.atan2)
-    hypot = staticmethod(paddle.hypot)
-    copysign = staticmethod(paddle.copysign)
-    logaddexp = staticmethod(paddle.logaddexp)
-    bitwise_and = staticmethod(paddle.bitwise_and)
-    bitwise_or = staticmethod(paddle.bitwise_or)
-    bitwise_xor = staticmethod(paddle.bitwise_xor)
-    bitwise_left_shift = staticmethod(paddle.bitwise_left_shift)
-    bitwise_right_shift = staticmethod(paddle.bitwise_right_shift)
-    bitwise_invert = staticmethod(paddle.bitwise_not)
-    all = staticmethod(_truth(paddle.all))
-    any = staticmethod(_truth(paddle.any))
-    cumulative_sum = staticmethod(lambda x, axis: paddle.cumsum(x, axis=axis))
-    sort = staticmethod(_sortable(paddle.sort))
-    argsort = staticmethod(_sortable(paddle.argsort))
-    searchsorted = staticmethod(_searchsorted)
-    nonzero = staticmethod(_nonzero)
-    take = staticmethod(_take)
-    flip = staticmethod(lambda x, axes: paddle.flip(x, list(axes)))
-    roll = staticmethod(lambda x, shifts, axes: paddle.roll(x, list(shifts), list(axes)))
-    broadcast_to = staticmethod(lambda x, shape: paddle.broadcast_to(x, list(shape)).clone())
-    repeat = staticmethod(lambda x, repeats, axis: paddle.repeat_interleave(x, repeats, axis))
-    tile = staticmethod(lambda x, reps: paddle.tile(x, list(reps)))
-    tril = staticmethod(lambda x, k: paddle.tril(x, k))
-    triu = staticmethod(lambda x, k: paddle.triu(x, k))
-    to_dlpack = staticmethod(_dlpack.to_dlpack)
-    from_dlpack = staticmethod(_dlpack.from_dlpack)
-
-
-#: op name -> native function, for the adapter's op_table
-LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}
+#: the Array API ops Paddle spells differently (the rest: by name on ``paddle``)
+LOWERINGS: dict[str, Any] = {
+    "sign": _sign,
+    "all": reduction(paddle.all, paddle.clone, keepdims="keepdim", axes=list),
+    "any": reduction(paddle.any, paddle.clone, keepdims="keepdim", axes=list),
+    "cumulative_sum": lambda x, axis: paddle.cumsum(x, axis=axis),
+    "sort": _sortable(paddle.sort),
+    "argsort": _sortable(paddle.argsort),
+    "searchsorted": _searchsorted,
+    "nonzero": _nonzero,
+    "take": _take,
+    "broadcast_to": lambda x, shape: paddle.broadcast_to(x, list(shape)).clone(),
+    "repeat": lambda x, repeats, axis: paddle.repeat_interleave(x, repeats, axis),
+    "to_dlpack": _dlpack.to_dlpack,
+    "from_dlpack": _dlpack.from_dlpack,
+}

@@ -33,6 +33,7 @@ from multidev.device import Device
 from .autograd import Autograd
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS, native_key
 
 __all__ = ["Backend"]
@@ -75,6 +76,8 @@ class Backend(Jit, Autograd, AdapterBase):
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
@@ -188,6 +191,9 @@ class Backend(Jit, Autograd, AdapterBase):
         if not isinstance(value, (int, float)):
             return super().full(shape, value, dt, dev)
         return paddle.full(list(shape), value, dtype=NATIVE[dt], device=self.native_device(dev))
+
+    def empty(self, shape, dt, dev):
+        return paddle.empty(list(shape), dtype=NATIVE[dt], device=self.native_device(dev))
 
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""

@@ -8,7 +8,11 @@ import math
 import paddle
 import paddle.nn.functional as F
 
-__all__ = ["OPS"]
+#: the lowerings, found by op name by the adapter's op_table
+__all__ = [
+    *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
+    *("group_norm", "max_pool2d", "pad"),
+]
 
 _FORMATS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 
@@ -85,13 +89,5 @@ def pad(x, pads, mode, value):
     return y.reshape([*lead, *y.shape[1:]])
 
 
-OPS = {
-    "conv2d": conv2d,
-    "conv_transpose2d": conv_transpose2d,
-    "max_pool2d": max_pool2d,
-    "avg_pool2d": avg_pool2d,
-    "adaptive_avg_pool2d": lambda x, size: F.adaptive_avg_pool2d(x, list(size)),
-    "batch_norm": batch_norm,
-    "group_norm": group_norm,
-    "pad": pad,
-}
+def adaptive_avg_pool2d(x, size):
+    return F.adaptive_avg_pool2d(x, list(size))

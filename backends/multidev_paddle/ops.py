@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,10 +18,11 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table
+from multidev.contract import op_table, reduction
+from multidev.op_specs import SPECS
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
 
@@ -182,18 +184,8 @@ def _negative(x):
     return -x
 
 
-def _reduction(fn):
-    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing (Paddle
-    reads an empty axis list as 'everything')."""
-
-    def reduce(x, axis, keepdims):
-        if axis is None:
-            return fn(x, axis=None, keepdim=keepdims)
-        if not axis:
-            return x.clone()
-        return fn(x, axis=list(axis), keepdim=keepdims)
-
-    return reduce
+#: Paddle's reductions as (x, axis, keepdims) ops (an empty axis list is 'every axis' to Paddle)
+_reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list)
 
 
 def _arg(fn):
@@ -249,9 +241,10 @@ def _linear(x, weight, bias):
 
 OPS = op_table(
     paddle,
-    **CNN_OPS,
+    modules=[cnn],
+    # results of bool and index ops stay as they are; the others go back to the input's dtype
+    wrap=lambda fn, name: _wide(fn, name, back=SPECS[name].promotion not in ("bool", "index")),
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    wrap=_wide,
     add=_wide(operator.add, "add"),
     subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
     multiply=_wide(operator.mul, "multiply"),

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
-import tensorflow.experimental.numpy as tnp
+
+from multidev.contract import reduction
 
 __all__ = ["LOWERINGS"]
 
@@ -62,64 +65,25 @@ def _nonzero(x):
     return tuple(idx[:, i] for i in range(x.shape.rank))
 
 
-def _truth(fn):
-    def reduce(x, axis, keepdims):
-        if axis is not None and not axis:
-            return tf.identity(x)
-        return fn(x, axis=None if axis is None else list(axis), keepdims=keepdims)
-
-    return reduce
-
-
-class ArrayApiOps:
-    acos = staticmethod(tf.math.acos)
-    acosh = staticmethod(tf.math.acosh)
-    asin = staticmethod(tf.math.asin)
-    asinh = staticmethod(tf.math.asinh)
-    atan = staticmethod(tf.math.atan)
-    atanh = staticmethod(tf.math.atanh)
-    cosh = staticmethod(tf.math.cosh)
-    sinh = staticmethod(tf.math.sinh)
-    tan = staticmethod(tf.math.tan)
-    expm1 = staticmethod(tf.math.expm1)
-    log2 = staticmethod(tnp.log2)
-    log10 = staticmethod(tnp.log10)
-    ceil = staticmethod(tf.math.ceil)
-    trunc = staticmethod(_trunc)
-    round = staticmethod(tf.math.round)
-    sign = staticmethod(tf.math.sign)
-    isnan = staticmethod(tf.math.is_nan)
-    isinf = staticmethod(tf.math.is_inf)
-    isfinite = staticmethod(tf.math.is_finite)
-    signbit = staticmethod(_signbit)
-    atan2 = staticmethod(tf.math.atan2)
-    hypot = staticmethod(tnp.hypot)
-    copysign = staticmethod(_copysign)
-    logaddexp = staticmethod(tnp.logaddexp)
-    bitwise_and = staticmethod(tf.bitwise.bitwise_and)
-    bitwise_or = staticmethod(tf.bitwise.bitwise_or)
-    bitwise_xor = staticmethod(tf.bitwise.bitwise_xor)
-    bitwise_left_shift = staticmethod(tf.bitwise.left_shift)
-    bitwise_right_shift = staticmethod(tf.bitwise.right_shift)
-    bitwise_invert = staticmethod(tf.bitwise.invert)
-    all = staticmethod(_truth(tf.math.reduce_all))
-    any = staticmethod(_truth(tf.math.reduce_any))
-    cumulative_sum = staticmethod(lambda x, axis: tf.math.cumsum(x, axis=axis))
-    sort = staticmethod(_sortable(_sort))
-    argsort = staticmethod(_argsort_any)
-    searchsorted = staticmethod(_searchsorted)
-    nonzero = staticmethod(_nonzero)
-    take = staticmethod(lambda x, idx, axis: tf.gather(x, idx, axis=axis))
-    flip = staticmethod(lambda x, axes: tf.reverse(x, list(axes)))
-    roll = staticmethod(lambda x, shifts, axes: tf.roll(x, list(shifts), list(axes)))
-    broadcast_to = staticmethod(tf.broadcast_to)
-    repeat = staticmethod(lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis))
-    tile = staticmethod(lambda x, reps: tf.tile(x, list(reps)))
-    tril = staticmethod(lambda x, k: tnp.tril(x, k))
-    triu = staticmethod(lambda x, k: tnp.triu(x, k))
-    to_dlpack = staticmethod(tf.experimental.dlpack.to_dlpack)
-    from_dlpack = staticmethod(lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()))
-
-
-#: op name -> native function, for the adapter's op_table
-LOWERINGS = {k: getattr(ArrayApiOps, k) for k in vars(ArrayApiOps) if not k.startswith("_")}
+#: the Array API ops TensorFlow spells differently (the rest: by name on ``tf.math``,
+#: ``tf.bitwise`` and ``tf.experimental.numpy``, in that order)
+LOWERINGS: dict[str, Any] = {
+    "trunc": _trunc,
+    "signbit": _signbit,
+    "copysign": _copysign,
+    "all": reduction(tf.math.reduce_all, tf.identity, axes=list),
+    "any": reduction(tf.math.reduce_any, tf.identity, axes=list),
+    "cumulative_sum": lambda x, axis: tf.math.cumsum(x, axis=axis),
+    "sort": _sortable(_sort),
+    "argsort": _argsort_any,
+    "searchsorted": _searchsorted,
+    "nonzero": _nonzero,
+    "take": lambda x, idx, axis: tf.gather(x, idx, axis=axis),
+    "flip": lambda x, axes: tf.reverse(x, list(axes)),
+    "roll": lambda x, shifts, axes: tf.roll(x, list(shifts), list(axes)),
+    "broadcast_to": tf.broadcast_to,
+    "repeat": lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis),
+    "tile": lambda x, reps: tf.tile(x, list(reps)),
+    "to_dlpack": tf.experimental.dlpack.to_dlpack,
+    "from_dlpack": lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()),
+}

@@ -34,6 +34,7 @@ from . import indexing
 from .autograd import Autograd
 from .dtypes import NATIVE
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import OPS
 from .ops import copy as _deep_copy
 
@@ -117,6 +118,8 @@ class Backend(Jit, Autograd, AdapterBase):
     tensor_types = (tf.Tensor, tf.Variable)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = (
         "Cast it first, e.g. with tf.cast(x, tf.float32), or use tf.math.real/tf.math.imag "
         "for complex values."

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["OPS"]
+#: the lowerings, found by op name by the adapter's op_table
+__all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
 
 _TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
@@ -126,6 +127,10 @@ def _pool(fn, fill):
     return pool
 
 
+max_pool2d = _pool(tf.nn.max_pool2d, lambda dt: dt.min)
+avg_pool2d = _pool(tf.nn.avg_pool2d, lambda dt: 0)
+
+
 def _channels(t, ndim):
     return None if t is None else tf.reshape(t, (1, -1) + (1,) * (ndim - 2))
 
@@ -154,13 +159,3 @@ def pad(x, pads, mode, value):
     if mode == "reflect":
         return tf.pad(x, [list(p) for p in pads], "REFLECT")
     return tf.pad(x, [list(p) for p in pads], constant_values=value)
-
-
-OPS = {
-    "conv2d": conv2d,
-    "conv_transpose2d": conv_transpose2d,
-    "max_pool2d": _pool(tf.nn.max_pool2d, lambda dt: dt.min),
-    "avg_pool2d": _pool(tf.nn.avg_pool2d, lambda dt: 0),
-    "batch_norm": batch_norm,
-    "pad": pad,
-}

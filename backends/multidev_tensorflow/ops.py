@@ -9,11 +9,12 @@ back, so the common path pays nothing for them.
 from __future__ import annotations
 
 import tensorflow as tf
+import tensorflow.experimental.numpy as tnp
 
 from multidev.contract import op_table
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -242,7 +243,9 @@ def copy(x):
 
 OPS = op_table(
     tf.math,
-    **CNN_OPS,
+    tf.bitwise,
+    tnp,
+    modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_binary(tf.math.add, "add"),
     subtract=_binary(tf.math.subtract, "subtract"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from multidev.testing.reference import native_table
+from multidev.testing.reference import gradient_keys, native_table
 
 from .sequence_reference import SEQUENCE_OPS
 
@@ -16,10 +16,6 @@ __all__ = ["OPS"]
 def _np(x) -> np.ndarray:
     out = x.numpy()
     return out if isinstance(out, np.ndarray) else np.asarray(out, dtype=x.dtype.as_numpy_dtype)
-
-
-def _reduce(fn):
-    return lambda t, axis=None, keepdims=False: fn(t, axis=axis, keepdims=keepdims)
 
 
 def _argmax(x, axis=None):
@@ -95,34 +91,19 @@ OPS = native_table(
         ),
         "divide": tf.math.truediv,
         "matmul": tf.experimental.numpy.matmul,
-        "sigmoid": tf.math.sigmoid,
-        "relu": tf.nn.relu,
-        "softmax": lambda t, axis=-1: tf.nn.softmax(t, axis=axis),
-        "log_softmax": lambda t, axis=-1: tf.nn.log_softmax(t, axis=axis),
-        "sum": _reduce(tf.math.reduce_sum),
-        "mean": _reduce(tf.math.reduce_mean),
-        "max": _reduce(tf.math.reduce_max),
         "argmax": _argmax,
-        "reshape": tf.reshape,
-        "permute_dims": lambda t, axes: tf.transpose(t, perm=axes),
-        "concat": lambda ts, axis=0: tf.concat(ts, axis=axis),
-        "stack": lambda ts, axis=0: tf.stack(ts, axis=axis),
-        "where": tf.where,
         "clip": _clip,
         "linear": _linear,
         # gradients by tf.GradientTape (gy: the output's gradient; losses are scalars)
-        "grad_linear": lambda x, w, b, gy: _grads(
-            lambda a, w, b: tf.linalg.matmul(a, w, transpose_b=True) + b, (x, w, b), gy
+        **gradient_keys(
+            _grads,
+            lambda a, w, b: tf.linalg.matmul(a, w, transpose_b=True) + b,
+            *(tf.nn.relu, tf.nn.softmax, _mse, _cross_entropy),
         ),
-        "grad_relu": lambda x, gy: _grads(tf.nn.relu, (x,), gy)[0],
-        "grad_softmax": lambda x, axis, gy: _grads(lambda t: tf.nn.softmax(t, axis), (x,), gy)[0],
-        "grad_mse_loss": lambda a, b: _grads(_mse, (a, b))[0],
-        "grad_cross_entropy": lambda z, labels: _grads(_cross_entropy(labels), (z,))[0],
         # native interop: what TensorFlow's own tools see of net.native
         "native_parameters": lambda module: list(module.trainable_variables),
         "native_sgd_step": _native_sgd_step,
+        **SEQUENCE_OPS,
     },
-    tf.math,
+    *(tf.math, tf.nn, tf),
 )
-
-OPS.update(native_table(lambda a: tf.constant(np.asarray(a)), _np, SEQUENCE_OPS))

@@ -25,6 +25,7 @@ from .autograd import Autograd
 from .dtypes import NATIVE
 from .indexing import write
 from .jit import Jit
+from .linalg import FFT, LINALG
 from .ops import OPS
 
 __all__ = ["Backend"]
@@ -41,6 +42,8 @@ class Backend(Jit, Autograd, AdapterBase):
     tensor_types = (torch.Tensor, torch.nn.Parameter)
     dtypes = NATIVE
     ops = OPS
+    linalg = LINALG
+    fft = FFT
     convert_hint = "Convert it first, e.g. with tensor.to(torch.float32)."
     move_hint = "Move it first, e.g. with tensor.to('cpu')."
 
@@ -132,6 +135,9 @@ class Backend(Jit, Autograd, AdapterBase):
         if not isinstance(value, (int, float, np.generic)):
             return super().full(shape, value, dt, dev)
         return torch.full(shape, value, dtype=NATIVE[dt], device=self.native_device(dev))
+
+    def empty(self, shape, dt, dev) -> torch.Tensor:
+        return torch.empty(shape, dtype=NATIVE[dt], device=self.native_device(dev))
 
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; leaves that require grad are written under no_grad."""

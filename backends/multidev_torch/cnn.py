@@ -7,7 +7,11 @@ import math
 
 import torch.nn.functional as F
 
-__all__ = ["OPS"]
+#: the lowerings, found by op name by the adapter's op_table
+__all__ = [
+    *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
+    *("group_norm", "max_pool2d", "pad"),
+]
 
 
 def _flat(pads) -> tuple[int, ...]:
@@ -67,13 +71,5 @@ def pad(x, pads, mode, value):
     return y.reshape(*lead, *y.shape[1:])
 
 
-OPS = {
-    "conv2d": conv2d,
-    "conv_transpose2d": conv_transpose2d,
-    "max_pool2d": max_pool2d,
-    "avg_pool2d": avg_pool2d,
-    "adaptive_avg_pool2d": F.adaptive_avg_pool2d,
-    "batch_norm": batch_norm,
-    "group_norm": lambda x, g, w, b, eps: F.group_norm(x, g, w, b, eps),
-    "pad": pad,
-}
+adaptive_avg_pool2d = F.adaptive_avg_pool2d
+group_norm = F.group_norm

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
-from multidev.contract import op_table
+from multidev.contract import op_table, reduction
 
+from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
-from .cnn import OPS as CNN_OPS
 from .dtypes import NATIVE
 from .indexing import getitem
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -26,28 +28,8 @@ def _abs(x):
     return torch.abs(x) if x.dtype is not _BOOL else x.clone()
 
 
-def _reduction(fn):
-    """An (x, axis, keepdims) reduction; axis None reduces everything, () nothing."""
-
-    def reduce(x, axis, keepdims):
-        if axis is None:
-            return fn(x, dim=tuple(range(x.dim())), keepdim=True) if keepdims else fn(x)
-        if not axis:
-            return x.clone()
-        return fn(x, dim=axis, keepdim=keepdims)
-
-    return reduce
-
-
-def _prod(x, axis, keepdims):
-    if axis is None:
-        out = torch.prod(x)
-        return out.reshape((1,) * x.dim()) if keepdims else out
-    if not axis:
-        return x.clone()
-    for a in sorted(axis, reverse=True):
-        x = torch.prod(x, dim=a, keepdim=keepdims)
-    return x
+#: torch's reductions as (x, axis, keepdims) ops
+_reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
 
 def _arg(fn):
@@ -92,7 +74,7 @@ def _clip(x, lo, hi):
 
 OPS = op_table(
     torch,
-    **CNN_OPS,
+    modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
     abs=_abs,
@@ -101,15 +83,10 @@ OPS = op_table(
     mean=_reduction(torch.mean),
     max=_reduction(torch.amax),
     min=_reduction(torch.amin),
-    prod=_prod,
+    prod=_reduction(torch.prod, per_axis=True),
     argmax=_arg(torch.argmax),
     argmin=_arg(torch.argmin),
-    permute_dims=torch.permute,
-    concat=lambda xs, axis: torch.cat(xs, dim=axis),
-    stack=lambda xs, axis: torch.stack(xs, dim=axis),
     clip=_clip,
-    softmax=lambda x, axis: torch.softmax(x, dim=axis),
-    log_softmax=lambda x, axis: torch.log_softmax(x, dim=axis),
     getitem=getitem,
     astype=lambda x, dt: x.to(NATIVE[dt]),
     copy=torch.clone,

@@ -5,6 +5,8 @@ Importing multidev imports no framework; the first use of the backend does.
 """
 
 from . import array_api, autograd, compat, cuda, data, distributed, nn, optim, parallel
+from . import fft as fft  # md.fft: the Array API's FFT extension
+from . import linalg as linalg  # md.linalg: the Array API's linear-algebra extension
 from . import methods as methods  # attaches the operators and methods of Tensor
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import no_grad
@@ -55,6 +57,7 @@ from .errors import (
     DeviceMismatchError,
     JitWarning,
     StateDictError,
+    UnsupportedOperationError,
 )
 from .jit import export, jit, synchronize
 from .ops import (
@@ -124,6 +127,7 @@ __all__ = [
     "JitWarning",
     "StateDictError",
     "Tensor",
+    "UnsupportedOperationError",
     "abs",
     "add",
     "allclose",
@@ -153,6 +157,7 @@ __all__ = [
     "expand_dims",
     "export",
     "eye",
+    "fft",
     "flatten",
     "float16",
     "float32",
@@ -169,6 +174,7 @@ __all__ = [
     "int64",
     "jit",
     "less",
+    "linalg",
     "load",
     "log",
     "log1p",

@@ -1,7 +1,7 @@
 """The rest of the Array API 2023.12 main namespace, and the namespace plumbing.
 
 Each function checks and normalises its arguments here, once, then runs the adapter's native
-op (``ArrayApiOps`` in each adapter's ``array_api.py``) or a composition of native ops; no
+op (declared in ``op_specs``, in each adapter's op table) or a composition of native ops; no
 value goes through host memory. ``install()`` attaches ``__array_namespace__``, the DLPack
 methods and the Array API's array methods to ``Tensor``.
 """
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import creation, ops, registry
+from . import creation, methods, ops, registry
 from . import dtypes as _dt
 from .device import Device
 from .dispatch import as_tensor, call, cast, check_same, floating, wrap
@@ -91,6 +91,7 @@ __all__ = [
     "not_equal",
     "pi",
     "positive",
+    "reciprocal",
     "remainder",
     "repeat",
     "result_type",
@@ -278,6 +279,7 @@ tan = _native_unary("tan", "Elementwise tangent of radians")
 expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
 log2 = _native_unary("log2", "Elementwise base-2 logarithm")
 log10 = _native_unary("log10", "Elementwise base-10 logarithm")
+reciprocal = _native_unary("reciprocal", "Elementwise 1 / x (Array API 2024.12)")
 
 
 def _rounding(name: str, doc: str):
@@ -783,13 +785,16 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
 
 
 def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
-    """A new tensor of ``shape`` (filled with zeros: no framework exposes uninitialised memory
-    alike)."""
-    return creation.zeros(shape, dtype=dtype, device=device)
+    """A new tensor of ``shape`` whose values are unspecified (not zero-filled where the
+    framework has an uninitialised allocation; zeros on TensorFlow, which has none)."""
+    return creation.empty(shape, dtype, device)
 
 
 def empty_like(x: Tensor, /, *, dtype: Any = None, device: Any = None) -> Tensor:
-    return creation.zeros_like(x, dtype=dtype, device=device)
+    """A new tensor of x's shape, dtype and device (or those given), values unspecified."""
+    return creation.empty(
+        x.shape, x.dtype if dtype is None else dtype, x.device if device is None else device
+    )
 
 
 def linspace(
@@ -890,7 +895,7 @@ def _array_namespace(self: Tensor, /, *, api_version: str | None = None) -> Any:
 
 def install() -> None:
     """Attach the Array API's dunders and methods to ``Tensor``."""
-    methods: dict[str, Any] = {
+    table: dict[str, Any] = {
         "__array_namespace__": _array_namespace,
         "__dlpack__": _dlpack,
         "__dlpack_device__": _dlpack_device,
@@ -901,9 +906,25 @@ def install() -> None:
         "__rlshift__": lambda self, other: bitwise_left_shift(_same(other, self), self),
         "__rshift__": lambda self, other: bitwise_right_shift(self, other),
         "__rrshift__": lambda self, other: bitwise_right_shift(_same(other, self), self),
+        # & | ~ on integers are bitwise (on bool, logical)
+        "__and__": lambda self, other: bitwise_and(self, other),
+        "__rand__": lambda self, other: bitwise_and(_same(other, self), self),
+        "__or__": lambda self, other: bitwise_or(self, other),
+        "__ror__": lambda self, other: bitwise_or(_same(other, self), self),
+        "__invert__": bitwise_invert,
         "mT": property(matrix_transpose),
     }
-    for name, fn in methods.items():
+    in_place = {
+        "and": bitwise_and,
+        "or": bitwise_or,
+        "xor": bitwise_xor,
+        "lshift": bitwise_left_shift,
+        "rshift": bitwise_right_shift,
+        "matmul": ops.matmul,
+    }
+    for name, op in in_place.items():
+        table[f"__i{name}__"] = methods.in_place(op)
+    for name, fn in table.items():
         setattr(Tensor, name, fn)
 
 

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, cast, run
 
 import numpy as np
 
+from . import errors
 from .device import Device
 from .dtypes import DType
 from .errors import DeviceError
+from .op_specs import SPECS
 from .registry import Framework
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "Autograd",
     "DLPack",
     "EagerAutograd",
+    "Extension",
     "Framework",
     "OpTable",
     "dtype_error",
@@ -39,6 +42,7 @@ __all__ = [
     "lazy_backend",
     "missing_members",
     "op_table",
+    "reduction",
 ]
 
 
@@ -167,6 +171,9 @@ class Adapter(Protocol):
     framework: Framework  # import name, distributions, install extra
     capabilities: frozenset[str]
     ops: OpTable
+    #: lowerings of the Array API extensions md.linalg and md.fft
+    linalg: Extension
+    fft: Extension
     tensor_types: tuple[type, ...]  # native tensor classes, for isinstance checks
     #: module holding the native reference ``OPS`` of the conformance suite, or None
     reference: str | None
@@ -199,6 +206,7 @@ class Adapter(Protocol):
     def to_numpy(self, x: Any) -> np.ndarray: ...
     def to_device(self, x: Any, dev: Device) -> Any: ...
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any: ...
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any: ...
     def setitem(self, x: Any, key: Any, value: Any) -> Any: ...
     def seed(self, seed: int) -> None: ...
 
@@ -292,6 +300,40 @@ def dtype_error(
     )
 
 
+class Extension:
+    """The lowerings of one Array API extension (``md.linalg``, ``md.fft``) on one framework.
+
+    ``lowering(name)`` is ``lowerings[name]`` where the framework spells a function differently,
+    else the function called ``name`` in the first of ``namespaces`` that has one (e.g.
+    ``torch.linalg`` then ``torch``), else None: the framework lacks it. The core calls each
+    lowering as its declaration in ``multidev.linalg`` / ``multidev.fft`` says."""
+
+    def __init__(self, *namespaces: Any, **lowerings: Callable[..., Any] | None) -> None:
+        self.namespaces = namespaces
+        self.lowerings = lowerings
+
+    def lowering(self, name: str) -> Callable[..., Any] | None:
+        if name in self.lowerings:
+            return self.lowerings[name]
+        for namespace in self.namespaces:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return cast(Callable[..., Any], fn)
+        return None
+
+    def require(self, extension: str, name: str, backend: str) -> Callable[..., Any]:
+        """``lowering(name)``; UnsupportedOperationError naming ``extension.name`` and the
+        backend where the framework lacks it."""
+        fn = self.lowering(name)
+        if fn is None:
+            raise errors.UnsupportedOperationError(
+                f"Expected a backend whose framework has {extension}.{name}. Received: the "
+                f"{backend} backend, whose framework has none. Use another backend for "
+                f"md.{extension}.{name}."
+            )
+        return fn
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
     creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
@@ -343,6 +385,9 @@ class AdapterBase:
                 cls.reference = f"{package}.reference"
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
+    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions (none by default)
+    linalg: ClassVar[Extension] = Extension()
+    fft: ClassVar[Extension] = Extension()
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
 
     def __init__(self) -> None:
@@ -479,6 +524,11 @@ class AdapterBase:
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
         return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
 
+    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any:
+        """A new tensor whose values are unspecified: the framework's uninitialised allocation
+        where it has one; zeros here (TensorFlow has no uninitialised tensors)."""
+        return self.full(shape, 0, dt, dev)
+
     def make_variable(self, x: Any) -> Any:
         """A trainable framework variable with its own storage, holding x's values, on x's device."""
         return self.ops.copy(x)
@@ -542,29 +592,78 @@ def env_count(name: str, default: int, what: str) -> int:
     return n
 
 
-#: ops every framework spells like the Array API with the same meaning: an adapter's op table
-#: takes them from the framework's namespace (``op_table``) unless it lowers them itself
-NAMESPACE_OPS = (
-    *("exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "floor", "sigmoid"),
-    *("logical_not", "logical_and", "logical_or", "maximum", "minimum", "reshape", "where"),
-)
-
-
 def op_table(
-    namespace: Any, /, *, wrap: Callable[[Any, str], Any] | None = None, **lowerings: Any
+    *namespaces: Any,
+    modules: Sequence[Any] = (),
+    wrap: Callable[[Any, str], Any] | None = None,
+    **lowerings: Any,
 ) -> OpTable:
-    """An adapter's op table: ``lowerings`` (op name -> native function) where the framework
-    spells an op differently, the ``NAMESPACE_OPS`` from ``namespace`` (through
-    ``wrap(fn, name)`` where given) for the others, and Python's operators for the rest."""
-    table = {
-        name: getattr(namespace, name) if wrap is None else wrap(getattr(namespace, name), name)
-        for name in NAMESPACE_OPS
-        if name not in lowerings
-    }
-    table.update(lowerings)
+    """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
+    the adapter's lowering (``lowerings``, else a function of the op's name in one of the
+    adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
+    framework's ``namespaces`` (through ``wrap(fn, name)`` where given), else Python's operator
+    (``PythonOperatorOps``). An op found nowhere is absent: ``missing_members`` names it."""
+    table = {}
+    for name, spec in SPECS.items():
+        fn = lowerings.get(name)
+        for module in modules:
+            fn = getattr(module, name, None) if fn is None else fn
+        if fn is None:
+            fn = _native(namespaces, spec.natives)
+            fn = fn if fn is None or wrap is None else wrap(fn, name)
+        if fn is not None:
+            table[name] = fn
+    unknown = set(lowerings) - set(SPECS)
+    if unknown:
+        raise TypeError(
+            f"Expected lowerings of ops declared in multidev.op_specs. Received: "
+            f"{sorted(unknown)}. Declare the op there first."
+        )
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
-    # the class is built from NAMESPACE_OPS and the lowerings: the checker cannot see its members
+    # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+def reduction(
+    fn: Callable[..., Any],
+    copy: Callable[[Any], Any],
+    *,
+    axis: str = "axis",
+    keepdims: str = "keepdims",
+    axes: Callable[[Any], Any] = tuple,
+    per_axis: bool = False,
+) -> Reduction:
+    """The ``(x, axis, keepdims)`` op of a framework's reduction ``fn``, called with its own
+    keyword names (``axis``, ``keepdims``) and the axes as ``axes(...)``: axis None reduces
+    every axis, ``()`` none (``copy(x)``, a new tensor). ``per_axis``: ``fn`` takes one axis
+    at a time (``torch.prod``, ``torch.all``)."""
+
+    def reduce(x: Any, ax: tuple[int, ...] | None, keep: bool) -> Any:
+        if ax is None:
+            if not keep:
+                return fn(x)
+            if per_axis:
+                return fn(x).reshape((1,) * x.ndim)
+            ax = tuple(range(x.ndim))
+        elif not ax:
+            return copy(x)
+        if not per_axis:
+            return fn(x, **{axis: axes(ax), keepdims: keep})
+        for a in sorted(ax, reverse=True):
+            x = fn(x, **{axis: a, keepdims: keep})
+        return x
+
+    return reduce
+
+
+def _native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
+    """The first of ``names`` found on the first namespace that has one, or None."""
+    for namespace in namespaces:
+        for name in names:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return fn
+    return None
 
 
 class PythonOperatorOps:

@@ -172,6 +172,18 @@ def ones(
     return full(_varshape(shape, size), 1, dt, device, requires_grad=requires_grad)
 
 
+def empty(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new tensor of ``shape`` whose values are unspecified (float32 by default): the
+    framework's uninitialised allocation (``torch.empty``, ``paddle.empty``, ``mx.np.empty``,
+    ``np.empty``); zeros on TensorFlow, which has none."""
+    bk = registry.current()
+    dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
+    dev = device_for(bk, device)
+    shape = normalize_shape(shape)
+    _check_bytes(shape, dt, dev)
+    return Tensor(bk.empty(shape, dt, dev), bk, dev, dt)
+
+
 def full_like(
     x: Tensor,
     fill_value: Any,

@@ -455,4 +455,9 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
         return k._native
     if isinstance(k, (list, np.ndarray)):
         return coerce(x, k)._native
+    if type(k) is slice and any(isinstance(v, Tensor) for v in (k.start, k.stop, k.step)):
+        # slice bounds are Python ints in every framework: 0-d integer tensors give theirs
+        return slice(
+            *(v.__index__() if isinstance(v, Tensor) else v for v in (k.start, k.stop, k.step))
+        )
     return k

@@ -11,6 +11,7 @@ __all__ = [
     "DeviceMismatchError",
     "JitWarning",
     "StateDictError",
+    "UnsupportedOperationError",
 ]
 
 
@@ -24,6 +25,10 @@ class DeviceError(ValueError):
 
 class DeviceMismatchError(ValueError):
     """An operation whose tensors live on different devices."""
+
+
+class UnsupportedOperationError(NotImplementedError):
+    """A function the active backend's framework has no kernel for (e.g. ``md.fft`` on MXNet)."""
 
 
 class AutogradError(RuntimeError):

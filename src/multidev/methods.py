@@ -11,7 +11,7 @@ from . import autograd, compat, dispatch, ops
 from . import dtypes as _dt
 from .tensors import Tensor
 
-__all__ = ["install"]
+__all__ = ["in_place", "install"]
 
 #: the operators whose in-place form writes into the tensor's storage
 _IN_PLACE = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"})
@@ -23,7 +23,7 @@ def _invert(self: Tensor) -> Tensor:
     return dispatch.unop(self, "logical_not")
 
 
-def _in_place(op: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
+def in_place(op: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
     """An in-place operator: the result written into the tensor's own storage."""
 
     def iop(self: Tensor, other: Any) -> Tensor:
@@ -59,7 +59,7 @@ def install() -> None:
         setattr(Tensor, fwd.__name__, fwd)
         setattr(Tensor, rev.__name__, rev)
         if dunder in _IN_PLACE:
-            setattr(Tensor, f"__i{dunder}__", _in_place(fwd))
+            setattr(Tensor, f"__i{dunder}__", in_place(fwd))
     for dunder, name in dispatch.COMPARISONS.items():
         fwd, _ = dispatch.make_operator(name, dispatch.CMP)
         fwd.__name__ = f"__{dunder}__"

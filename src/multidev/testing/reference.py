@@ -1,36 +1,85 @@
 """Helpers for an adapter's native reference module (``reference.py``, its ``OPS`` table):
 the conformance suite's computations written in the framework's own code.
 
-An adapter writes each entry as a function of native tensors; ``native_table`` turns them
-into what the suite calls: NumPy arrays in (also inside lists), NumPy arrays out (also
-inside tuples). Nothing here goes through multidev.
+An adapter writes an entry only where its framework spells the computation differently from
+the names below; ``native_table`` takes the others from the framework's namespaces and turns
+everything into what the suite calls: NumPy arrays in (also inside lists), NumPy arrays out
+(also inside tuples). Nothing here goes through multidev.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
 
-__all__ = ["NAMESPACE_KEYS", "native_table"]
+__all__ = [
+    *("FLOAT_KEYS", "NAMESPACE_KEYS", "REDUCTION_KEYS", "eager_sgd_step", "gradient_keys"),
+    *("native_table", "tape_grads"),
+]
 
-#: reference keys every framework spells like NumPy, with NumPy's meaning: ``native_table``
-#: takes them from the framework's namespace unless the table gives them
-NAMESPACE_KEYS = (
-    *("add", "subtract", "multiply", "divide", "maximum", "matmul"),
-    *("exp", "log", "log1p", "sqrt", "abs", "tanh"),
+
+def _by_name(text: str) -> dict[str, tuple[str, ...]]:
+    """``name|alias|...`` entries (space-separated) as ``{name: (name, alias, ...)}``."""
+    return {entry.split("|")[0]: tuple(entry.split("|")) for entry in text.split()}
+
+
+#: reference keys with NumPy's meaning and call, by the names frameworks give them (tried in
+#: order on each namespace): ``native_table`` takes them from the framework's namespaces
+NAMESPACE_KEYS = _by_name(
+    "add subtract multiply divide maximum matmul exp log log1p sqrt abs tanh sigmoid relu "
+    "softmax log_softmax argmax reshape permute_dims|permute|transpose "
+    "concat|cat|concatenate stack where clip|clamp"
 )
+
+#: reductions ``(x, axis, keepdims)`` (axis None: every axis, (): none), by the same rule
+REDUCTION_KEYS = _by_name("sum|reduce_sum mean|reduce_mean max|reduce_max")
+REDUCTION_KEYS["max"] = ("amax", *REDUCTION_KEYS["max"])
+
+#: keys defined on floating point: integer input is computed in float32, as multidev does
+FLOAT_KEYS = frozenset({"mean", "softmax", "log_softmax"})
+
+
+def _find(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
+    for namespace in namespaces:
+        for name in names:
+            fn = getattr(namespace, name, None)
+            if fn is not None:
+                return fn
+    return None
+
+
+def _reduction(fn: Callable[..., Any], keywords: tuple[str, str], axes: type) -> Any:
+    axis_kw, keep_kw = keywords
+
+    def reduce(t: Any, axis: Any, keepdims: bool) -> Any:
+        if isinstance(axis, (list, tuple)):
+            if not axis:  # reduce over no axis: the input itself
+                return t
+            axis = axes(axis)
+        elif axis is None:
+            if not keepdims:
+                return fn(t)
+            axis = axes(range(t.ndim))
+        return fn(t, **{axis_kw: axis, keep_kw: keepdims})
+
+    return reduce
 
 
 def native_table(
     to_native: Callable[[np.ndarray], Any],
     to_numpy: Callable[[Any], np.ndarray],
     ops: Mapping[str, Callable[..., Any]],
-    namespace: Any = None,
+    *namespaces: Any,
+    reduce_keywords: tuple[str, str] = ("axis", "keepdims"),
+    axes: type = tuple,
 ) -> dict[str, Callable[..., Any]]:
-    """``ops`` (functions of native tensors), and the ``NAMESPACE_KEYS`` of ``namespace`` that
-    ``ops`` lacks, as functions of NumPy arrays."""
+    """``ops`` (functions of native tensors), and the ``NAMESPACE_KEYS`` and
+    ``REDUCTION_KEYS`` that ``ops`` lacks from the first of ``namespaces`` that has them
+    (reductions called with the framework's ``reduce_keywords`` and the axes as ``axes``), as
+    functions of NumPy arrays."""
 
     def arg(a: Any) -> Any:
         if isinstance(a, np.ndarray):
@@ -46,16 +95,84 @@ def native_table(
             return r
         return to_numpy(r)
 
-    def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def floating(a: Any) -> Any:
+        is_int = isinstance(a, np.ndarray) and a.dtype.kind in "biu"
+        return a.astype(np.float32) if is_int else a
+
+    def lift(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def op(*args: Any) -> Any:
+            if name in FLOAT_KEYS:
+                args = tuple(floating(a) for a in args)
             return out(fn(*(arg(a) for a in args)))
 
         op.__name__ = getattr(fn, "__name__", "op")
         return op
 
     table = dict(ops)
-    if namespace is not None:
-        for name in NAMESPACE_KEYS:
-            if name not in table:
-                table[name] = getattr(namespace, name)
-    return {name: lift(fn) for name, fn in table.items()}
+    for name, names in NAMESPACE_KEYS.items():
+        fn = _find(namespaces, names) if name not in table else None
+        if fn is not None:
+            table[name] = fn
+    for name, names in REDUCTION_KEYS.items():
+        fn = _find(namespaces, names) if name not in table else None
+        if fn is not None:
+            table[name] = _reduction(fn, reduce_keywords, axes)
+    return {name: lift(name, fn) for name, fn in table.items()}
+
+
+def gradient_keys(
+    grads: Callable[..., tuple],
+    linear: Callable[..., Any],
+    relu: Callable[[Any], Any],
+    softmax: Callable[[Any, int], Any],
+    mse_loss: Callable[[Any, Any], Any],
+    cross_entropy: Callable[[Any], Callable[[Any], Any]],
+) -> dict[str, Callable[..., Any]]:
+    """The ``grad_*`` reference keys from the framework's ``grads(fn, tensors, gy)`` (the
+    gradients of sum(fn(*tensors) * gy), of fn(...) itself when gy is None) and its own
+    functions; ``cross_entropy(labels)`` is the mean loss as a function of the logits."""
+    return {
+        "grad_linear": lambda x, w, b, gy: grads(linear, (x, w, b), gy),
+        "grad_relu": lambda x, gy: grads(relu, (x,), gy)[0],
+        "grad_softmax": lambda x, axis, gy: grads(lambda t: softmax(t, axis), (x,), gy)[0],
+        "grad_mse_loss": lambda a, b: grads(mse_loss, (a, b))[0],
+        "grad_cross_entropy": lambda z, labels: grads(cross_entropy(labels), (z,))[0],
+    }
+
+
+def tape_grads(
+    watch: Callable[[Any], Any], record: Callable[[], AbstractContextManager] = nullcontext
+) -> Callable[..., tuple]:
+    """``grads(fn, tensors, gy)`` for a framework whose tensors keep their gradient in
+    ``.grad`` after ``out.backward(gy)``: ``watch(t)`` asks for t's gradient, ``record()``
+    is the context that records the computation (where the framework needs one)."""
+
+    def grads(fn: Callable[..., Any], ts: Sequence[Any], gy: Any = None) -> tuple:
+        for t in ts:
+            watch(t)
+        with record():
+            y = fn(*ts)
+        y.backward(gy)
+        return tuple(t.grad for t in ts)
+
+    return grads
+
+
+def eager_sgd_step(
+    optimizer: Callable[[Any, float], Any],
+    zero_grad: Callable[[Any], Any],
+    mse_loss: Callable[[Any, Any], Any],
+) -> Callable[..., Any]:
+    """``native_sgd_step(module, x, y, lr)``: one step of the framework's SGD
+    (``optimizer(module, lr)``, gradients cleared by ``zero_grad(opt)``) on the MSE of
+    module(x) against y, for frameworks that record eagerly; returns the loss."""
+
+    def step(module: Any, x: Any, y: Any, lr: float) -> Any:
+        opt = optimizer(module, lr)
+        zero_grad(opt)
+        loss = mse_loss(module(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step

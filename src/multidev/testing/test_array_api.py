@@ -43,6 +43,8 @@ def _cases(rng):
         "log1p": (md.log1p, np.log1p, (p,)),
         "log2": (md.log2, np.log2, (p,)),
         "log10": (md.log10, np.log10, (p,)),
+        "reciprocal": (md.reciprocal, np.reciprocal, (a,)),
+        "reciprocal_int": (md.reciprocal, lambda x: 1 / x.astype(np.float32), (nz,)),
         "ceil": (md.ceil, np.ceil, (a * 3,)),
         "trunc": (md.trunc, np.trunc, (a * 3,)),
         "round": (md.round, np.round, (np.array([0.5, 1.5, 2.5, -0.5, -1.7], np.float32),)),
