@@ -551,3 +551,22 @@ def typecheck(session: nox.Session) -> None:
     installed and are typed as Any)."""
     session.install("-c", "constraints/tools.txt", "mypy")
     session.run("mypy")
+
+
+for _backend in AUTOGRAD:
+
+    @nox.session(name=f"bench_ddp-{_backend}")
+    def bench_ddp(session: nox.Session, backend: str = _backend) -> None:
+        """The data-parallel scaling benchmark on one backend (not part of CI): the MLP step
+        with 1 and 2 worker processes, multidev's DistributedDataParallel against the
+        framework's own data-parallel code. Writes benchmarks/results/ddp_<backend>.{json,md}.
+        Arguments after ``--`` go to benchmarks/ddp_scaling.py (``--rounds``, ``--steps``)."""
+        _install(session, backend, test=False)
+        session.run(
+            "python",
+            "benchmarks/ddp_scaling.py",
+            "--backend",
+            backend,
+            *session.posargs,
+            env={"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+        )

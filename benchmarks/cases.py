@@ -337,6 +337,7 @@ def ckpt_cases(ctx: Context) -> list[Case]:
     return [save, load]
 
 
+from cnn_cases import lenet_step_case, resnet18_step_case  # noqa: E402  (as below)
 from sequence_cases import gru_step_case  # noqa: E402  (it builds on the classes above)
 
 #: case group -> builder; the NumPy backend runs only the op cases (it has no autograd)
@@ -347,5 +348,7 @@ BUILDERS: dict[str, Callable[[Context], list[Case]]] = {
     "mlp_large": mlp_large_case,
     "ckpt": ckpt_cases,
     "gru_step": gru_step_case,
+    "lenet_step": lenet_step_case,
+    "resnet18_step": resnet18_step_case,
 }
 NUMPY_GROUPS = ("op", "to_device_noop")

@@ -1,14 +1,16 @@
-"""``python benchmarks/ddp_scaling.py --backend torch``: data-parallel MLP training throughput
-with 1 and 2 worker processes, multidev's ``DistributedDataParallel`` against the
-framework's own data-parallel code on the same engine (torch DDP, ``paddle.DataParallel``,
-a ``MultiWorkerMirroredStrategy`` step, a gluon ``Trainer`` on the ``dist_sync`` kvstore).
+"""``python benchmarks/ddp_scaling.py --backend torch``: data-parallel MLP training step
+with 1 and 2 worker processes, multidev's ``DistributedDataParallel`` against the framework's
+own data-parallel code on the same engine: torch ``DistributedDataParallel``,
+``paddle.DataParallel``, a ``MultiWorkerMirroredStrategy`` step (``tf.function``, and the
+same step eagerly), a gluon ``Trainer`` on the ``dist_sync`` kvstore.
 
-Each configuration runs under ``multidev launch`` (both sides start the engine with
-``md.distributed.init_process_group``, outside the timed loop). Rank 0 times ``--steps``
-steps after ``--warmup`` steps, between two barriers. Writes
-``benchmarks/results/ddp_<backend>.json`` and prints a Markdown table whose ratio is
-multidev's time per step over the native one (1.00 = as fast). On a machine with fewer
-cores than processes the 2-process figures measure contention, not scaling.
+Each configuration runs under ``multidev launch`` (every side starts the engine with
+``md.distributed.init_process_group``, outside the timed loop), one CPU thread per worker.
+After ``--warmup`` steps, rank 0 times ``--rounds`` rounds of ``--steps`` steps of every
+side between two barriers, alternating the sides' order each round so that a change in the
+machine's load hits them alike. Writes ``benchmarks/results/ddp_<backend>.{json,md}``; the
+ratio is the median multidev time per step over the median native one (1.00 = as fast). On
+a machine with fewer free cores than processes the 2-process figures include contention.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +29,16 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 FEATURES, HIDDEN, CLASSES = 64, 256, 10
+LR = 0.01
+#: the framework's own data-parallel steps timed against multidev's, beyond ``native``
+NATIVE = {"tensorflow": ("native", "native_eager")}
+LABELS = {
+    ("torch", "native"): "torch DDP",
+    ("paddle", "native"): "paddle.DataParallel",
+    ("tensorflow", "native"): "MWMS, tf.function",
+    ("tensorflow", "native_eager"): "MWMS, eager",
+    ("mxnet", "native"): "gluon Trainer, dist_sync",
+}
 
 
 def _batch(step: int, batch: int, rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +113,7 @@ def _native_paddle(lr: float):
     return step
 
 
-def _native_tensorflow(lr: float):
+def _native_tensorflow(lr: float, compiled: bool = True):
     import tensorflow as tf
 
     from multidev import distributed as dist
@@ -128,9 +141,11 @@ def _native_tensorflow(lr: float):
         for v, g in zip(variables, grads, strict=True):
             v.assign_sub(lr * g)
 
-    @tf.function
     def train(X, y):
         strategy.run(replica_step, args=(X, y))
+
+    if compiled:
+        train = tf.function(train)
 
     return lambda X, y: train(tf.constant(X), tf.constant(y))
 
@@ -141,6 +156,7 @@ def _native_mxnet(lr: float):
 
     from multidev import distributed as dist
 
+    mx.npx.set_np()  # NumPy mode, as multidev's MXNet adapter runs
     net = gluon.nn.Sequential()
     net.add(
         gluon.nn.Dense(HIDDEN, activation="relu", in_units=FEATURES),
@@ -148,8 +164,14 @@ def _native_mxnet(lr: float):
         gluon.nn.Dense(CLASSES, in_units=HIDDEN),
     )
     net.initialize(mx.init.Xavier())
+    # gradients all-reduced through the kvstore, the update made by each worker (as multidev
+    # does); with the optimiser on the kvstore's server the 2-worker run did not end in 8 min here
     trainer = gluon.Trainer(
-        net.collect_params(), "sgd", {"learning_rate": lr}, kvstore=dist.group().kv
+        net.collect_params(),
+        "sgd",
+        {"learning_rate": lr},
+        kvstore=dist.group().kv,
+        update_on_kvstore=False,
     )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
@@ -163,45 +185,90 @@ def _native_mxnet(lr: float):
     return step
 
 
+def _native_tensorflow_eager(lr: float):
+    """The same ``MultiWorkerMirroredStrategy`` step run eagerly (multidev's own execution
+    mode on TensorFlow), to separate the cost of eager execution from that of multidev."""
+    return _native_tensorflow(lr, compiled=False)
+
+
+def _one_thread(backend: str) -> None:
+    """One CPU thread per worker: two workers on two cores measure the step, not the
+    contention between their thread pools."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    elif backend == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def _timed(step, batches, barrier) -> float:
+    barrier()
+    start = time.perf_counter()
+    for X, y in batches:
+        step(X, y)
+    barrier()
+    return (time.perf_counter() - start) / len(batches)
+
+
 def worker(args: argparse.Namespace) -> None:
+    """One worker of a launched job: build each side named in ``--worker``, warm them up, then
+    time ``--rounds`` rounds of ``--steps`` steps per side, the order alternating each round."""
+    backend = os.environ["MULTIDEV_BACKEND"]
+    _one_thread(backend)
     from multidev import distributed as dist
 
     dist.init_process_group()
     rank, world = dist.get_rank(), dist.get_world_size()
-    backend = os.environ["MULTIDEV_BACKEND"]
-    step = _md_step(0.01) if args.worker == "md" else globals()[f"_native_{backend}"](0.01)
+    names = args.worker.split(",")
+    steps = {n: _md_step(LR) if n == "md" else globals()[f"_native_{backend}{n[6:]}"](LR)
+             for n in names}  # fmt: skip
     batches = [_batch(i, args.batch, rank, world) for i in range(args.warmup + args.steps)]
-    for X, y in batches[: args.warmup]:
-        step(X, y)
-    dist.barrier()
-    start = time.perf_counter()
-    for X, y in batches[args.warmup :]:
-        step(X, y)
-    dist.barrier()
-    elapsed = time.perf_counter() - start
+    for step in steps.values():
+        for X, y in batches[: args.warmup]:
+            step(X, y)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.rounds):
+        for n in names if r % 2 == 0 else names[::-1]:
+            times[n].append(_timed(steps[n], batches[args.warmup :], dist.barrier))
     if rank == 0:
-        result = {"side": args.worker, "procs": world, "step_s": elapsed / args.steps}
-        print("RESULT " + json.dumps(result), flush=True)
+        print("RESULT " + json.dumps({"procs": world, "step_s": times}), flush=True)
     dist.destroy_process_group()
 
 
-def _run(backend: str, side: str, procs: int, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", str(procs)]
-    cmd += [__file__, "--worker", side, "--steps", str(args.steps), "--batch", str(args.batch)]
-    env = dict(os.environ, MULTIDEV_BACKEND=backend)
+def _run(backend: str, sides: list[str], procs: int, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", str(procs), __file__]
+    cmd += ["--worker", ",".join(sides), "--steps", str(args.steps), "--batch", str(args.batch)]
+    cmd += ["--warmup", str(args.warmup), "--rounds", str(args.rounds)]
+    threads = {v: "1" for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env = dict(os.environ, MULTIDEV_BACKEND=backend, **threads)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     for line in out.stdout.splitlines():
         if "RESULT " in line:
-            return json.loads(line.split("RESULT ", 1)[1])
-    raise RuntimeError(f"{backend} {side} x{procs} failed:\n{out.stdout}\n{out.stderr}")
+            return json.loads(line.split("RESULT ", 1)[1])["step_s"]
+    raise RuntimeError(f"{backend} {sides} x{procs} failed:\n{out.stdout}\n{out.stderr}")
+
+
+def measure(backend: str, procs: int, args: argparse.Namespace) -> dict[str, list[float]]:
+    """Per-round seconds per step of every side with ``procs`` workers. Both sides share each
+    process (rounds interleaved) except on MXNet, where a gluon ``Trainer`` puts its optimiser
+    on the kvstore's server, so each side gets a job of its own."""
+    sides = ["md", *NATIVE.get(backend, ("native",))]
+    if backend == "mxnet":
+        return {s: _run(backend, [s], procs, args)[s] for s in sides}
+    return _run(backend, sides, procs, args)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default=os.environ.get("MULTIDEV_BACKEND", "torch"))
-    ap.add_argument("--worker", choices=("md", "native"), help=argparse.SUPPRESS)
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=20, help="steps per timed round")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--batch", type=int, default=64, help="global batch size")
     args = ap.parse_args()
     if args.worker:
@@ -209,27 +276,36 @@ def main() -> int:
         return 0
     rows = []
     for procs in (1, 2):
-        md_side = _run(args.backend, "md", procs, args)
-        native = _run(args.backend, "native", procs, args)
-        rows.append(
-            {
-                "procs": procs,
-                "multidev_step_ms": md_side["step_s"] * 1e3,
-                "native_step_ms": native["step_s"] * 1e3,
-                "ratio": md_side["step_s"] / native["step_s"],
-                "samples_per_s": args.batch / md_side["step_s"],
-            }
-        )
-    result = {"backend": args.backend, "batch": args.batch, "steps": args.steps, "rows": rows}
+        times = measure(args.backend, procs, args)
+        med = {s: statistics.median(t) for s, t in times.items()}
+        row = {"procs": procs, "step_ms": {s: m * 1e3 for s, m in med.items()}, "rounds_s": times}
+        row["ratio"] = {s: med["md"] / m for s, m in med.items() if s != "md"}
+        rows.append(row)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    result = {
+        "backend": args.backend,
+        "batch": args.batch,
+        "steps_per_round": args.steps,
+        "rounds": args.rounds,
+        "cpus": os.cpu_count(),
+        "load_average_1min_after": load,
+        "rows": rows,
+    }
     out = HERE / "results" / f"ddp_{args.backend}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print("| backend | processes | multidev ms/step | native ms/step | ratio |")
-    print("|---|---|---|---|---|")
+    lines = [
+        "| backend | processes | multidev ms/step | native | ms/step | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        print(
-            f"| {args.backend} | {r['procs']} | {r['multidev_step_ms']:.2f} | "
-            f"{r['native_step_ms']:.2f} | {r['ratio']:.2f} |"
-        )
+        for side, ratio in r["ratio"].items():
+            lines.append(
+                f"| {args.backend} | {r['procs']} | {r['step_ms']['md']:.2f} | "
+                f"{LABELS[args.backend, side]} | {r['step_ms'][side]:.2f} | {ratio:.2f} |"
+            )
+    table = "\n".join(lines)
+    (HERE / "results" / f"ddp_{args.backend}.md").write_text(table + "\n")
+    print(table)
     return 0
 
 

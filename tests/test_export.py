@@ -44,17 +44,6 @@ def _net() -> nn.Block:
     return nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Dropout(0.5), nn.Linear(7, 2)).eval()
 
 
-#: paddle.jit.save of a multidev block passes alone but fails after the rest of the suite in the
-#: same process (IndexError inside paddle's dy2static transform: state left behind by earlier
-#: tests); multidev's own paddle to_static path is switched off for md.jit for a related crash
-_PADDLE_AFTER_SUITE = pytest.mark.xfail(
-    registry.current().name == "paddle",
-    reason="paddle.jit.save fails after the rest of the suite in one process (dy2static state)",
-    strict=False,
-)
-
-
-@_PADDLE_AFTER_SUITE
 def test_export_loads_without_multidev(tmp_path):
     bk = registry.current()
     if bk.name not in LOADERS:
@@ -94,7 +83,6 @@ def test_export_needs_tensors(tmp_path):
         md.export(_net(), tmp_path / "model", np.ones((1, 5), np.float32))
 
 
-@_PADDLE_AFTER_SUITE
 def test_export_refuses_training_dropout(tmp_path):
     bk = registry.current()
     if bk.name not in LOADERS:

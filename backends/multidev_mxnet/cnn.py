@@ -3,8 +3,8 @@ already checked and made explicit by ``multidev.nn.functional_cnn``)."""
 
 from __future__ import annotations
 
+from mxnet import autograd, npx
 from mxnet import np as mnp
-from mxnet import npx
 
 #: the lowerings, found by op name by the adapter's op_table
 __all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
@@ -90,17 +90,19 @@ avg_pool2d = _pool("avg", 0.0)
 
 def batch_norm(x, mean, var, w, b, eps):
     c = x.shape[1]
-    if mean is None:
-        # npx.batch_norm takes the batch's statistics only inside a training-mode recording;
-        # written out, the same forward and gradients hold in every mode
-        mean = mnp.mean(x, axis=(0, 2, 3), keepdims=True)
-        centred = x - mean
-        y = centred / mnp.sqrt(mnp.mean(centred * centred, axis=(0, 2, 3), keepdims=True) + eps)
-        if w is not None:
-            y = y * w.reshape(1, c, 1, 1)
-        return y if b is None else y + b.reshape(1, c, 1, 1)
     gamma = mnp.ones((c,), dtype=x.dtype, ctx=x.ctx) if w is None else w
     beta = mnp.zeros((c,), dtype=x.dtype, ctx=x.ctx) if b is None else b
+    if mean is None:
+        # the fused kernel normalises with the batch's statistics in training mode only (and
+        # then updates the moving statistics it is given in place): train_mode() (which
+        # leaves recording as it is) and throwaway moving statistics, since the core keeps
+        # the running ones
+        with autograd.train_mode():
+            return npx.batch_norm(
+                x, gamma, beta, mnp.zeros((c,), dtype=x.dtype, ctx=x.ctx),
+                mnp.ones((c,), dtype=x.dtype, ctx=x.ctx), eps=eps, fix_gamma=False,
+                use_global_stats=False, axis=1,
+            )  # fmt: skip
     return npx.batch_norm(
         x, gamma, beta, mean, var, eps=eps, fix_gamma=False, use_global_stats=True, axis=1
     )

@@ -16,6 +16,7 @@ from mxnet import np as mnp
 
 from multidev.testing.reference import gradient_keys, native_table, tape_grads
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -65,6 +66,7 @@ OPS = {
         lambda x: x.asnumpy(),
         {
             **SEQUENCE_OPS,
+            **CNN_OPS,
             "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
                 x,
                 w,

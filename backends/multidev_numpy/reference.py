@@ -89,6 +89,37 @@ def _gelu(x, approximate) -> np.ndarray:
     return y.astype(x.dtype)
 
 
+def _pool(reduce, fill):
+    def pool(x: np.ndarray, k, s, p) -> np.ndarray:
+        xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])), constant_values=fill)
+        windows = np.lib.stride_tricks.sliding_window_view(xp, k, axis=(2, 3))
+        return reduce(windows[:, :, :: s[0], :: s[1]], axis=(4, 5))
+
+    return pool
+
+
+def _adaptive_avg_pool2d(x: np.ndarray, size) -> np.ndarray:
+    """The mean over PyTorch's adaptive windows (floor(i*H/out) to ceil((i+1)*H/out))."""
+    (h, w), (oh, ow) = x.shape[2:], size
+    out = np.empty((*x.shape[:2], oh, ow), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            cell = x[:, :, i * h // oh : -(-(i + 1) * h // oh), j * w // ow : -(-(j + 1) * w // ow)]
+            out[:, :, i, j] = cell.mean(axis=(2, 3))
+    return out
+
+
+def _batch_norm_train(x: np.ndarray, w, b, eps) -> np.ndarray:
+    mean, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+
+
+def _group_norm(x: np.ndarray, groups, w, b, eps) -> np.ndarray:
+    g = x.reshape(x.shape[0], groups, -1)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(x.shape)
+    return y * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+
+
 OPS = native_table(
     np.asarray,
     np.asarray,
@@ -99,6 +130,11 @@ OPS = native_table(
         "log_softmax": _log_softmax,
         "linear": _linear,
         "conv2d": _conv2d,
+        "max_pool2d": _pool(np.max, -np.inf),
+        "avg_pool2d": _pool(np.mean, 0.0),
+        "adaptive_avg_pool2d": _adaptive_avg_pool2d,
+        "batch_norm_train": _batch_norm_train,
+        "group_norm": _group_norm,
         "layer_norm": _layer_norm,
         "gelu": _gelu,
         "embedding": lambda idx, w: w[idx],

@@ -65,14 +65,7 @@ class Backend(Jit, Autograd, AdapterBase):
     """PaddlePaddle: CPU and CUDA places, bfloat16, DLPack."""
 
     name = "paddle"
-    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack"})
-    # md.jit through paddle.jit.to_static (jit.py) is off: whole runs of the jit conformance
-    # section crashed natively (SIGFPE/SIGSEGV) or hung in about a third of the tries
-    jit_compile = None
-    jit_unsupported = (
-        "multidev's paddle.jit.to_static path is switched off until an intermittent native "
-        "crash in it is understood; the function runs eagerly"
-    )
+    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"})
     tensor_types = (paddle.Tensor, EagerParamBase)
     dtypes = NATIVE
     ops = OPS

@@ -12,7 +12,7 @@ import paddle.distributed as pdist
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["PaddleGroup", "start"]
+__all__ = ["PaddleGroup", "data_parallel", "start"]
 
 
 class PaddleGroup(Group):
@@ -71,3 +71,17 @@ def start(job: Job) -> PaddleGroup:
         except (RuntimeError, ValueError, AssertionError) as e:
             raise job.meeting_error(e) from e
     return PaddleGroup(job.rank, job.world_size, job.local_rank, device, engine)
+
+
+def data_parallel(
+    module: Any, group: PaddleGroup, bucket_cap_mb: float, find_unused_parameters: bool
+) -> Any:
+    """``paddle.DataParallel`` around ``module`` (``net.native``): its reducer all-reduces each
+    bucket of gradients (``comm_buffer_size`` MiB) as soon as they are ready, during the
+    backward pass, and leaves the average in every parameter's gradient."""
+    return paddle.DataParallel(
+        module,
+        comm_buffer_size=bucket_cap_mb,
+        last_comm_buffer_size=min(1.0, bucket_cap_mb),
+        find_unused_parameters=find_unused_parameters,
+    )

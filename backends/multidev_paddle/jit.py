@@ -23,7 +23,15 @@ from multidev.device import Device
 from multidev.nn.native import _unwrap
 from multidev.tensors import Tensor
 
-__all__ = ["Jit", "as_ast", "positional", "static_call", "static_parameters", "static_signature"]
+__all__ = [
+    "Jit",
+    "as_ast",
+    "owned",
+    "positional",
+    "static_call",
+    "static_parameters",
+    "static_signature",
+]
 
 _POS = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
@@ -98,6 +106,21 @@ def static_call(block: Any, args: tuple, kwargs: dict) -> Any:
     return _unwrap(out)
 
 
+def owned(x: Any) -> Any:
+    """``x`` in memory that Paddle allocated: a copy of a CPU tensor, which may share a
+    NumPy array's memory (``md.asarray`` imports NumPy arrays through DLPack).
+
+    A to_static program's executor frees the variables it holds on a worker thread. Freeing
+    the last reference to DLPack-imported memory runs NumPy's deleter, which takes the GIL,
+    inside Paddle's deleter lock; the main thread, holding the GIL, takes that same lock
+    whenever it frees another imported tensor. The two wait for each other forever (or
+    crash): Paddle's program must therefore never own the last reference to imported
+    memory. GPU tensors are always Paddle's own (``from_numpy`` copies to a GPU)."""
+    if x.place.is_cpu_place():
+        return x.clone()
+    return x
+
+
 class Jit:
     """The compilation hooks of the Paddle adapter."""
 
@@ -108,7 +131,8 @@ class Jit:
     )
 
     def to_static_compile(self, body: Any) -> Any:
-        """``body`` compiled by ``paddle.jit.to_static``, once per number of inputs."""
+        """``body`` compiled by ``paddle.jit.to_static``, once per number of inputs. The
+        program runs on copies of the CPU inputs (see ``owned``)."""
         by_arity: dict[int, Any] = {}
 
         def run(*natives: Any) -> Any:
@@ -118,7 +142,7 @@ class Jit:
                 fn = by_arity[len(natives)] = paddle.jit.to_static(
                     positional(body, names), full_graph=True
                 )
-            return fn(*natives)
+            return fn(*(owned(x) for x in natives))
 
         return run
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 with warnings.catch_warnings():
@@ -55,6 +56,7 @@ OPS = native_table(
     _np,
     {
         **SEQUENCE_OPS,
+        **CNN_OPS,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,
         # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)

@@ -13,7 +13,7 @@ import tensorflow as tf
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["TFGroup", "recorded_copy", "start", "worker_envs"]
+__all__ = ["TFGroup", "cluster_workers", "recorded_copy", "start", "worker_envs"]
 
 
 def recorded_copy(x: Any, native_device: Any) -> Any:
@@ -118,19 +118,26 @@ def start(job: Job) -> TFGroup:
     return TFGroup(strategy, job.rank, job.world_size, job.local_rank, device, job.timeout)
 
 
+def cluster_workers(node_addrs: list[str], nproc_per_node: int, master_port: int) -> list[str]:
+    """Every worker's ``host:port`` on several machines, in rank order: node ``r``'s workers at
+    ``node_addrs[r]``, ports ``master_port + 1`` … ``master_port + nproc_per_node`` (node 0's
+    launcher meets the others on ``master_port`` itself)."""
+    return [f"{a}:{master_port + 1 + i}" for a in node_addrs for i in range(nproc_per_node)]
+
+
 def worker_envs(
     *, nproc_per_node: int, nnodes: int, node_rank: int, master_addr: str, master_port: int
 ) -> list[dict[str, str]]:
-    """``TF_CONFIG`` for each worker of this node: rank 0 at ``master_port``, the others on
-    free ports of the same machine."""
-    from multidev.distributed.launch import free_port
+    """``TF_CONFIG`` for each worker of this node. One machine: rank 0 at ``master_port``,
+    the others on free ports. Several: the launchers first agree on every node's address
+    (``node_addresses``), then each worker of node ``r`` gets ``cluster_workers``' list."""
+    from multidev.distributed.launch import free_port, node_addresses
 
     if nnodes > 1:
-        raise DistributedError(
-            "Expected one machine for TensorFlow under `multidev launch`. Received: --nnodes "
-            f"{nnodes}. On several machines, start each worker with its own TF_CONFIG "
-            "(every worker's host:port) and RANK/WORLD_SIZE, then run the script directly."
-        )
-    ports = [master_port] + [free_port(master_addr) for _ in range(nproc_per_node - 1)]
-    workers = [f"{master_addr}:{p}" for p in ports]
-    return [{"TF_CONFIG": _tf_config(workers, r)} for r in range(nproc_per_node)]
+        addrs = node_addresses(nnodes, node_rank, master_addr, master_port)
+        workers = cluster_workers(addrs, nproc_per_node, master_port)
+    else:
+        ports = [master_port] + [free_port(master_addr) for _ in range(nproc_per_node - 1)]
+        workers = [f"{master_addr}:{p}" for p in ports]
+    first = node_rank * nproc_per_node
+    return [{"TF_CONFIG": _tf_config(workers, first + r)} for r in range(nproc_per_node)]

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from multidev.testing.reference import gradient_keys, native_table
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -104,6 +105,7 @@ OPS = native_table(
         "native_parameters": lambda module: list(module.trainable_variables),
         "native_sgd_step": _native_sgd_step,
         **SEQUENCE_OPS,
+        **CNN_OPS,
     },
     *(tf.math, tf.nn, tf),
 )

@@ -9,6 +9,7 @@ and ``backward`` is ``torch.autograd.backward``: gradients accumulate in each
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -42,11 +43,36 @@ class NativeBlock(NativeBlockMixin, torch.nn.Module):
         return self._md_block.extra_repr()
 
 
+class _GradMode:
+    """Recording on or off (``torch.set_grad_enabled``) until exit, then the mode from
+    before. Calls, not torch's grad-mode context managers: multidev enters these explicitly
+    (``record``, ``ExitStack``), which torch.compile traces only as calls (no graph break)."""
+
+    __slots__ = ("_before", "_enabled")
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+
+    def __enter__(self) -> _GradMode:
+        self._before = torch.is_grad_enabled()
+        torch.set_grad_enabled(self._enabled)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.set_grad_enabled(self._before)
+
+
 class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on PyTorch."""
 
     grad_modes = (torch.enable_grad, torch.no_grad)
     native_block = NativeBlock
+
+    def record(self) -> _GradMode:
+        return _GradMode(True)
+
+    def no_grad(self, recordings: Sequence[Any]) -> _GradMode:
+        return _GradMode(False)
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if not loss.requires_grad:

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["TorchGroup", "framework_launcher", "start"]
+__all__ = ["TorchGroup", "data_parallel", "framework_launcher", "start"]
 
 
 class TorchGroup(Group):
@@ -99,3 +99,18 @@ def framework_launcher(
         "--tee=3",
         *argv,
     ]
+
+
+def data_parallel(
+    module: Any, group: TorchGroup, bucket_cap_mb: float, find_unused_parameters: bool
+) -> Any:
+    """torch's own ``DistributedDataParallel`` around ``module`` (``net.native``): its reducer
+    all-reduces each bucket of gradients as soon as autograd has produced them, during the
+    backward pass, and leaves the average in every parameter's ``.grad``."""
+    ids = [group.local_rank] if group.device.type == "gpu" else None
+    return torch.nn.parallel.DistributedDataParallel(
+        module,
+        device_ids=ids,
+        bucket_cap_mb=bucket_cap_mb,
+        find_unused_parameters=find_unused_parameters,
+    )

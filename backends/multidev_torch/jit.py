@@ -26,6 +26,8 @@ class Jit:
     """The compilation hooks of the PyTorch adapter."""
 
     jit_traces_once = False
+    #: whether torch.compile is tracing the calling code (multidev skips bookkeeping there)
+    jit_compiling = staticmethod(torch.compiler.is_compiling)
 
     def jit_compile(self, body: Any) -> Any:
         return torch.compile(body, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
+from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
@@ -41,8 +42,13 @@ OPS = native_table(
     _np,
     {
         **SEQUENCE_OPS,
+        **CNN_OPS,
         "linear": F.linear,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
+        "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
+            x, k, s, p, d, ceil, return_indices=True
+        ),
+        "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
         **gradient_keys(
             tape_grads(torch.Tensor.requires_grad_),

@@ -10,7 +10,7 @@ __all__ = ["SEQUENCE_LOWERINGS"]
 
 def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
     """torch's fused RNN kernels (cuDNN on CUDA), time-major, no dropout (the core drops)."""
-    has_biases = len(weights) // (num_layers * (2 if bidirectional else 1)) == 4
+    has_biases = len(weights) // (num_layers * (2 if bidirectional else 1)) >= 4  # 5: w_hr too
     if mode == "lstm":
         y, h, c = torch._VF.lstm(
             x, (h0, c0), weights, has_biases, num_layers, 0.0, False, bidirectional, False
@@ -32,4 +32,5 @@ SEQUENCE_LOWERINGS = {
         q, k, v, attn_mask=mask, scale=scale
     ),
     "rnn": _rnn,
+    "rnn_projected": _rnn,  # torch's LSTM kernel takes w_hr (h0 smaller than c0)
 }

@@ -29,6 +29,30 @@ def _rnn_layer(mode, x, weights, num_layers, bidirectional, gy):
     return (y, x.grad, *(p.grad for p in params))
 
 
+def _lstm_projected_layer(x, state, num_layers, bidirectional, proj_size, gy):
+    """torch.nn.LSTM(proj_size=...) (batch-first) loaded with ``state`` (a multidev state
+    dict: its keys must be torch's): (y, dx, *dweights in torch's parameter order)."""
+    m = torch.nn.LSTM(
+        x.shape[-1], state["weight_ih_l0"].shape[0] // 4, num_layers, batch_first=True,
+        bidirectional=bidirectional, proj_size=proj_size,
+    )  # fmt: skip
+    m.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+    x = x.requires_grad_()
+    y = m(x)[0]
+    y.backward(gy)
+    return (y, x.grad, *(p.grad for p in m.parameters()))
+
+
+def _mha_kv(q, k, v, state, num_heads, batch_first, average_attn_weights):
+    """torch.nn.MultiheadAttention with kdim/vdim (separate q/k/v projections) loaded with
+    ``state`` (a multidev state dict): (output, weights averaged over heads or not)."""
+    m = torch.nn.MultiheadAttention(
+        q.shape[-1], num_heads, kdim=k.shape[-1], vdim=v.shape[-1], batch_first=batch_first
+    )
+    m.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+    return m(q, k, v, average_attn_weights=average_attn_weights)
+
+
 def _attention(q, k, v, mask, is_causal, gy):
     """F.scaled_dot_product_attention (bool mask, True = attend): (out, dq, dk, dv)."""
     ts = [t.requires_grad_() for t in (q, k, v)]
@@ -54,6 +78,8 @@ SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "mha": _mha,
+    "mha_kv": _mha_kv,
+    "lstm_projected_layer": _lstm_projected_layer,
     "layer_norm": lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
     "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
     "embedding": lambda idx, w: F.embedding(idx, w),

@@ -105,7 +105,8 @@ class record:
             rec = start()
             rec.__enter__()
             self._rec = rec
-            self._token = _active.set((*_active.get(), (bk, rec)))
+            if not _compiling(bk):
+                self._token = _active.set((*_active.get(), (bk, rec)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -113,12 +114,13 @@ class record:
         self._rec = self._bk = None
         if rec is None:
             return
+        token, self._token = self._token, None
         try:
             rec.__exit__(*exc)
         finally:
-            _active.reset(self._token)
-            self._token = None
-            _last.set(MappingProxyType({**_last.get(), bk: rec}))
+            if token is not None:
+                _active.reset(token)
+                _last.set(MappingProxyType({**_last.get(), bk: rec}))
 
 
 class no_grad:
@@ -164,12 +166,23 @@ def keep_last_recording() -> Iterator[None]:
         _last.set(last)
 
 
+def _compiling(bk: Any) -> bool:
+    """Whether a compiler that follows Python (``torch.compile``, the adapter's
+    ``jit_compiling``) is tracing this code. Its recordings need no bookkeeping (the
+    framework records eagerly and ``backward`` needs no recording), and skipping the
+    ContextVars, which such a tracer cannot follow, keeps the graph in one piece."""
+    compiling = getattr(bk, "jit_compiling", None)
+    return compiling is not None and compiling()
+
+
 def paused(bk: Any) -> Any:
     """A context manager that stops recording on ``bk`` (its active recordings included), or
     None where ``bk`` has no autograd."""
     pause = getattr(bk, "no_grad", None)
     if pause is None:
         return None
+    if _compiling(bk):
+        return pause(())
     return pause([r for b, r in _active.get() if b is bk])
 
 
@@ -254,14 +267,16 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
         )
     native_grad = _gradient(t, gradient)
     rec = None
-    for b, r in reversed(_active.get()):
-        if b is bk:
-            rec = r
-            break
-    last = _last.get()
-    from_last = rec is None
-    if from_last:
-        rec = last.get(bk)
+    from_last = False
+    if not _compiling(bk):
+        for b, r in reversed(_active.get()):
+            if b is bk:
+                rec = r
+                break
+        last = _last.get()
+        from_last = rec is None
+        if from_last:
+            rec = last.get(bk)
     if not bk.backward(t._native, native_grad, rec, bool(retain_graph)):
         raise AutogradError(
             f"Expected a tensor computed from trainable parameters inside `with "

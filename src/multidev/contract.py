@@ -148,6 +148,7 @@ class OpTable(Protocol):
     # optional, fused kernels (else composed in the core):
     # scaled_dot_product_attention(q, k, v, additive float mask or None, scale) and
     # rnn(mode, x (T, N, I), h0, c0 or None, weights, num_layers, bidirectional) -> (y, h, c)
+    # and rnn_projected(...), the same for an LSTM whose weights end with w_hr (h0 smaller than c0)
 
 
 class ArrayLimits(NamedTuple):

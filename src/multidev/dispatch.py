@@ -181,9 +181,10 @@ def to(self: Tensor, device: Any = None, dtype: Any = None, *, copy: bool = Fals
     if dev is t._dev and not copy:
         return t
     bk = t._bk
+    if dev is t._dev:  # a copy where the tensor already is
+        return Tensor(on(bk, dev, bk.ops.copy, t._native), bk, dev, t._dtype)
     check_available(bk, dev)
-    native = on(bk, dev, bk.ops.copy, t._native) if dev is t._dev else bk.to_device(t._native, dev)
-    return Tensor(native, bk, dev, t._dtype)
+    return Tensor(bk.to_device(t._native, dev), bk, dev, t._dtype)
 
 
 def to_device(self: Tensor, device: Any, /, *, stream: Any = None) -> Tensor:
@@ -329,19 +330,27 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     return Tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
+#: (op name, adapter) -> the adapter's native op, looked up once
+_NATIVE_OPS: dict[tuple[str, Any], Any] = {}
+#: the dtypes whose ``/`` (floating) and ``&``/``|`` (bool) need no promotion
+_FAST_DTYPES = {
+    DIV: frozenset(d for d in _dt.ALL if d.kind == "f"),
+    LOGIC: frozenset({_dt.bool}),
+}
+
+
+def _native_op(name: str, bk: Any) -> Any:
+    fn = _NATIVE_OPS[name, bk] = getattr(bk.ops, name)
+    return fn
+
+
 def make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
     dtype, no device scope needed) handled without further calls. The native op is looked
-    up once per adapter."""
-    fns: dict[Any, Any] = {}
-
-    def native_op(bk):
-        fn = fns[bk] = getattr(bk.ops, name)
-        return fn
-
+    up once per adapter. The closures hold constants only (what they reach otherwise is a
+    module global): torch.compile inlines them without a graph break."""
     if kind in (ARITH, CMP):
         is_cmp = kind == CMP
-        bool_dt = _dt.bool
 
         def operator(self, other):
             if type(other) is Tensor:
@@ -351,16 +360,13 @@ def make_operator(name: str, kind: int):
                 if other._bk is bk and other._dev is dev and other._dtype is dt:
                     scoped = bk.scoped_devices
                     if not scoped or dev not in scoped:
-                        fn = fns.get(bk) or native_op(bk)
+                        fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
                         return Tensor(
-                            fn(self._native, other._native), bk, dev, bool_dt if is_cmp else dt
+                            fn(self._native, other._native), bk, dev, _dt.bool if is_cmp else dt
                         )
             return binop(self, other, name, kind)
 
     else:
-        fast_dtypes = (
-            frozenset(d for d in _dt.ALL if d.kind == "f") if kind == DIV else frozenset({_dt.bool})
-        )
 
         def operator(self, other):
             if type(other) is Tensor:
@@ -371,10 +377,10 @@ def make_operator(name: str, kind: int):
                     other._bk is bk
                     and other._dev is dev
                     and other._dtype is dt
-                    and dt in fast_dtypes
+                    and dt in _FAST_DTYPES[kind]
                     and (not bk.scoped_devices or dev not in bk.scoped_devices)
                 ):
-                    fn = fns.get(bk) or native_op(bk)
+                    fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
                     return Tensor(fn(self._native, other._native), bk, dev, dt)
             return binop(self, other, name, kind)
 

@@ -130,3 +130,10 @@ _declare(
     False,
     optional=True,
 )  # -> (y, h, c or None)
+_declare(
+    "(mode, x, h0 (P features), c0, weights ending with w_hr per layer, num_layers, bidirectional)",
+    "layer",
+    "rnn_projected",
+    False,
+    optional=True,
+)  # an LSTM with a projection (proj_size): -> (y, h, c)

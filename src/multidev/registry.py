@@ -41,6 +41,9 @@ _chosen_by = "default"
 _context: contextvars.ContextVar[Adapter | None] = contextvars.ContextVar(
     "multidev_backend", default=None
 )
+#: use_backend scopes entered and not left, in any thread: while none is, current() reads no
+#: ContextVar (a plain global read, which torch.compile traces without a graph break)
+_scopes = 0
 
 
 @dataclass(frozen=True)
@@ -157,9 +160,10 @@ def _from_env() -> Adapter:
 
 def current() -> Adapter:
     """The active adapter: ``use_backend`` scope, else ``set_backend``, else the environment."""
-    bk = _context.get()
-    if bk is not None:
-        return bk
+    if _scopes:
+        bk = _context.get()
+        if bk is not None:
+            return bk
     return _global if _global is not None else _from_env()
 
 
@@ -170,7 +174,7 @@ def get_backend() -> str:
 
 def chosen_by() -> str:
     """How the active backend was chosen, in words."""
-    if _context.get() is not None:
+    if _scopes and _context.get() is not None:
         return "md.use_backend() scope"
     current()
     return _chosen_by
@@ -188,8 +192,13 @@ def set_backend(name: str) -> None:
 @contextlib.contextmanager
 def use_backend(name: str) -> Iterator[str]:
     """Select the backend inside a ``with`` block (context-local: threads and tasks see their own)."""
+    global _scopes
     token = _context.set(load(name))
+    with _lock:
+        _scopes += 1
     try:
         yield name
     finally:
         _context.reset(token)
+        with _lock:
+            _scopes -= 1

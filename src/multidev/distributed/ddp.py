@@ -10,8 +10,10 @@ import numpy as np
 
 from .. import autograd
 from ..nn.module import Block
+from ..nn.native import call_native, native_module
 from ..ops import concat, reshape
 from ..tensors import Tensor
+from ..tracing import untraceable
 from .group import DistributedError
 
 __all__ = ["DistributedDataParallel"]
@@ -32,14 +34,24 @@ class DistributedDataParallel(Block):
 
     At construction it checks that every rank built the same parameters (names, shapes,
     dtypes; else DistributedError on every rank) and copies rank 0's values to all ranks.
-    Calling it runs ``net``. After each ``loss.backward()`` on its backend it replaces every
-    parameter's gradient by the average over ranks: gradients are flattened into buckets of
-    at most ``bucket_cap_mb`` MiB, one engine all-reduce per bucket (a parameter without a
-    gradient contributes zeros). Each rank should see a different shard of every batch
-    (``DistributedSampler``); the optimiser then makes the same step on every rank.
+    Calling it runs ``net``; after each ``loss.backward()`` every parameter's gradient is the
+    average over ranks. Where the framework has a data-parallel wrapper that averages
+    gradients during the backward pass (torch ``DistributedDataParallel``,
+    ``paddle.DataParallel``), calls go through it, around ``net.native``: each bucket of
+    gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
+    pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``,
+    flattened into buckets, one engine all-reduce per bucket (a parameter without a gradient
+    contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
+    that gets no gradient in a step is the framework's error unless ``find_unused_parameters``
+    (which makes the wrapper search the graph each step, as in torch). Call the wrapper, not
+    ``net``, in the training step, or the gradients are not averaged on torch and paddle.
+    Each rank should see a different shard of every batch (``DistributedSampler``); the
+    optimiser then makes the same step on every rank.
     """
 
-    def __init__(self, net: Block, bucket_cap_mb: float = 25.0) -> None:
+    def __init__(
+        self, net: Block, bucket_cap_mb: float = 25.0, find_unused_parameters: bool = False
+    ) -> None:
         from . import group
 
         super().__init__()
@@ -59,11 +71,16 @@ class DistributedDataParallel(Block):
         self.__dict__["_cap"] = max(1, int(bucket_cap_mb * 2**20))
         self._check_same_model(named)
         self._broadcast_parameters()
+        self.__dict__["_native_ddp"] = self._native_wrapper(
+            named, bucket_cap_mb, bool(find_unused_parameters)
+        )
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
             ddp = ref()
-            if ddp is not None and ddp._params and ddp._params[0]._bk is bk:
+            if ddp is None or ddp._native_ddp is not None or not ddp._params:
+                return
+            if ddp._params[0]._bk is bk:
                 ddp.average_gradients()
 
         self.__dict__["_hook"] = autograd.register_post_backward_hook(hook)
@@ -102,8 +119,26 @@ class DistributedDataParallel(Block):
                 if native is not b._native:
                     b[...] = Tensor(native, b._bk, b._dev, b._dtype)
 
+    def _native_wrapper(
+        self, named: list[tuple[str, Any]], bucket_cap_mb: float, find_unused: bool
+    ) -> Any:
+        """The engine's own data-parallel module around ``net.native`` (None where the
+        engine module has no ``data_parallel``, or for a group of one process)."""
+        from . import engine_module
+
+        if self._group.world_size == 1 or not self._params:
+            return None
+        bk = named[0][1]._bk
+        wrap = getattr(engine_module(bk), "data_parallel", None)
+        if wrap is None:
+            return None
+        return wrap(native_module(self.module), self._group, bucket_cap_mb, find_unused)
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module(*args, **kwargs)
+        wrapped = self._native_ddp
+        if wrapped is None:
+            return self.module(*args, **kwargs)
+        return call_native(wrapped, self._params[0]._bk, args, kwargs)
 
     def _buckets(self) -> list[list[Any]]:
         buckets: list[list[Any]] = [[]]
@@ -119,10 +154,15 @@ class DistributedDataParallel(Block):
 
     def average_gradients(self) -> None:
         """Replace every parameter's gradient by its average over the ranks (what runs after
-        each ``backward()``; call it yourself after changing gradients by hand)."""
+        each ``backward()`` where the engine has no data-parallel wrapper; call it yourself
+        after changing gradients by hand)."""
         g = self._group
         if g.world_size == 1 or not self._params:
             return
+        untraceable(
+            "DistributedDataParallel averages gradients with the engine's collectives, which "
+            "a trace-once compiler (tf.function) would pair up wrongly across ranks"
+        )
         from ..creation import zeros_like
 
         with autograd.no_grad():

@@ -10,6 +10,7 @@ seconds) and the launcher returns 1, naming the rank and how it ended.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -25,7 +26,7 @@ from typing import IO, Any
 from .. import registry
 from ..errors import BackendError
 
-__all__ = ["Proc", "free_port", "launch"]
+__all__ = ["Proc", "free_port", "launch", "node_addresses"]
 
 
 def free_port(addr: str = "127.0.0.1") -> int:
@@ -33,6 +34,93 @@ def free_port(addr: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((addr, 0))
         return int(s.getsockname()[1])
+
+
+def _own_address(master_addr: str, master_port: int) -> str:
+    """The address of this machine on the route to ``master_addr`` (what the others reach)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((master_addr, master_port))
+        return str(s.getsockname()[0])
+
+
+def node_addresses(
+    nnodes: int, node_rank: int, master_addr: str, master_port: int, timeout: float = 300.0
+) -> list[str]:
+    """The address of every node of the job, in node order, agreed before any worker starts
+    (for engines that must list every worker: TensorFlow's ``TF_CONFIG``). Node 0's launcher
+    listens on ``master_addr:master_port`` until the others have said where they are, then
+    tells each of them the whole list; node 0 is ``master_addr``. Raises DistributedError
+    when the nodes have not all met within ``timeout`` seconds."""
+    from .group import DistributedError
+
+    if nnodes == 1:
+        return [master_addr]
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"{timeout:g} s passed")
+        return remaining
+
+    try:
+        if node_rank == 0:
+            return _gather_addresses(nnodes, master_addr, master_port, left)
+        return _send_address(node_rank, master_addr, master_port, left)
+    except (OSError, ValueError) as e:
+        raise DistributedError(
+            f"Expected the launchers of all {nnodes} nodes to meet at {master_addr}:"
+            f"{master_port} within {timeout:g} s (node {node_rank} here). Received: {e}. Start "
+            "`multidev launch` on every node with the same --nnodes, --master-addr and "
+            "--master-port, each with its own --node-rank, and let that port through."
+        ) from e
+
+
+def _gather_addresses(
+    nnodes: int, master_addr: str, master_port: int, left: Callable[[], float]
+) -> list[str]:
+    addrs: dict[int, str] = {0: master_addr}
+    conns: list[socket.socket] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind((master_addr, master_port))
+        server.listen(nnodes)
+        try:
+            while len(addrs) < nnodes:
+                server.settimeout(left())
+                conn, _ = server.accept()
+                conns.append(conn)
+                conn.settimeout(left())
+                rank, addr = json.loads(conn.makefile().readline())
+                if not 0 < int(rank) < nnodes or int(rank) in addrs:
+                    raise ValueError(f"a second node {rank}, or one outside [1, {nnodes})")
+                addrs[int(rank)] = str(addr)
+            order = [addrs[r] for r in range(nnodes)]
+            for conn in conns:
+                conn.sendall((json.dumps(order) + "\n").encode())
+            for conn in conns:  # the others close first: no TIME_WAIT on node 0's port
+                conn.settimeout(left())
+                conn.recv(1)
+        finally:
+            for conn in conns:
+                conn.close()
+    return order
+
+
+def _send_address(
+    node_rank: int, master_addr: str, master_port: int, left: Callable[[], float]
+) -> list[str]:
+    while True:
+        try:
+            conn = socket.create_connection((master_addr, master_port), timeout=left())
+            break
+        except ConnectionRefusedError:  # node 0 not listening yet
+            time.sleep(min(0.5, left()))
+    with conn:
+        conn.settimeout(left())
+        mine = _own_address(master_addr, master_port)
+        conn.sendall((json.dumps([node_rank, mine]) + "\n").encode())
+        return [str(a) for a in json.loads(conn.makefile().readline())]
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """The d2l convolutional chapters written once: LeNet, a small VGG, NiN, a GoogLeNet Inception
 block, ResNet-18 (small inputs) and a DenseNet block, each trained a few SGD steps on
-synthetic data with one seed. The same code runs on every backend with autograd; the
+synthetic data with one seed: a fresh batch every step, each image its class's fixed pattern
+plus noise, so the loss can only fall by learning the classes (not by memorising one batch).
+The same code runs on every backend with autograd; the
 ``cnn-training`` nox session checks that the per-step losses agree across backends and that
 ResNet-18's loss after 20 steps is below its loss at step 0.
 """
@@ -16,7 +18,7 @@ import multidev as md
 from multidev import nn
 from multidev.nn import functional as F
 
-__all__ = ["MODELS", "main", "train", "train_all"]
+__all__ = ["MODELS", "NOISE", "batches", "main", "train", "train_all"]
 
 
 def lenet() -> nn.Block:
@@ -123,11 +125,18 @@ def _resnet_stage(in_channels: int, num_channels: int, first: bool = False) -> n
     )
 
 
-def resnet18(num_classes: int = 10, in_channels: int = 1) -> nn.Block:
-    """d2l's ResNet-18: a 3x3 stem for small inputs, four stages of two residual blocks."""
+def resnet18(num_classes: int = 10, in_channels: int = 1, small_inputs: bool = True) -> nn.Block:
+    """d2l's ResNet-18: four stages of two residual blocks after a stem that is a 3x3
+    convolution for small inputs (``small_inputs=True``, the feature maps keep the input's
+    size) or d2l's 7x7/2 convolution and 3x3/2 max-pool (a quarter of the input's side)."""
+    if small_inputs:
+        stem = [nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1), nn.BatchNorm2d(64),
+                nn.ReLU()]  # fmt: skip
+    else:
+        stem = [nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3), nn.BatchNorm2d(64),
+                nn.ReLU(), nn.MaxPool2d(kernel_size=3, stride=2, padding=1)]  # fmt: skip
     return nn.Sequential(
-        nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1), nn.BatchNorm2d(64),
-        nn.ReLU(),
+        *stem,
         _resnet_stage(64, 64, first=True), _resnet_stage(64, 128), _resnet_stage(128, 256),
         _resnet_stage(256, 512), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
         nn.Linear(512, num_classes),
@@ -176,19 +185,35 @@ MODELS: dict[str, tuple[Callable[[], nn.Block], int, int, int, float]] = {
 }
 
 
+#: standard deviation of the noise added to each class's pattern (the patterns are N(0, 1))
+NOISE = 1.0
+
+
+def batches(side: int, batch: int, steps: int, seed: int = 0) -> list[tuple[Any, Any]]:
+    """``steps`` seeded batches ``(X, y)``: ``X`` (batch, 1, side, side) float32 is the pattern
+    of class ``y`` (one N(0, 1) image per class, fixed by ``seed``) plus N(0, ``NOISE``)
+    noise, ``y`` (batch,) int64 in [0, 10). Drawn on the host with NumPy, so every backend
+    sees the same data."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.standard_normal((10, 1, side, side)).astype(np.float32)
+    out = []
+    for _ in range(steps):
+        y = rng.integers(0, 10, size=batch)
+        noise = rng.standard_normal((batch, 1, side, side)).astype(np.float32)
+        out.append((md.asarray(patterns[y] + np.float32(NOISE) * noise), md.asarray(y)))
+    return out
+
+
 def train(name: str, seed: int = 0, log: Callable[[str], None] = print) -> list[float]:
-    """Train model ``name`` on one fixed synthetic batch; the loss at each step (before the
-    step's update)."""
+    """Train model ``name`` with SGD on a fresh synthetic batch each step (``batches``); the
+    loss at each step (on that step's batch, before the step's update)."""
     build, side, batch, steps, lr = MODELS[name]
     md.manual_seed(seed)
     net = build()
-    rng = np.random.default_rng(seed)
-    X = md.asarray(rng.standard_normal((batch, 1, side, side)).astype(np.float32))
-    y = md.asarray(rng.integers(0, 10, size=batch))
     opt = md.optim.SGD(net.parameters(), lr=lr)
     losses = []
     net.train()
-    for step in range(steps):
+    for step, (X, y) in enumerate(batches(side, batch, steps, seed)):
         with md.autograd.record():
             loss = F.cross_entropy(net(X), y)
         loss.backward()

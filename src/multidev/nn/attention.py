@@ -43,8 +43,11 @@ class MultiheadAttention(Block):
     """Attention with ``num_heads`` heads over ``embed_dim`` features.
 
     Initialised as in PyTorch: ``in_proj_weight`` (3·embed_dim, embed_dim) Xavier-uniform,
-    ``in_proj_bias`` and ``out_proj.bias`` zero, ``out_proj.weight`` as a ``Linear``'s.
-    ``add_bias_kv``, ``add_zero_attn`` and separate ``kdim``/``vdim`` are not supported.
+    ``in_proj_bias`` and ``out_proj.bias`` zero, ``out_proj.weight`` as a ``Linear``'s. With
+    ``kdim`` or ``vdim`` other than ``embed_dim`` the projections are separate parameters,
+    ``q_proj_weight`` (E, E), ``k_proj_weight`` (E, kdim) and ``v_proj_weight`` (E, vdim),
+    each Xavier-uniform, and ``in_proj_weight`` is None. ``add_bias_kv`` and
+    ``add_zero_attn`` are not supported.
     """
 
     def __init__(
@@ -67,26 +70,20 @@ class MultiheadAttention(Block):
                 "Expected positive embed_dim divisible by num_heads. Received: "
                 f"embed_dim={embed_dim}, num_heads={num_heads}"
             )
-        if (
-            add_bias_kv
-            or add_zero_attn
-            or kdim not in (None, embed_dim)
-            or vdim
-            not in (
-                None,
-                embed_dim,
-            )
-        ):
+        if add_bias_kv or add_zero_attn:
             raise NotImplementedError(
-                "Expected add_bias_kv=False, add_zero_attn=False and kdim = vdim = embed_dim. "
-                f"Received: add_bias_kv={add_bias_kv}, add_zero_attn={add_zero_attn}, "
-                f"kdim={kdim}, vdim={vdim}"
+                "Expected add_bias_kv=False and add_zero_attn=False. Received: "
+                f"add_bias_kv={add_bias_kv}, add_zero_attn={add_zero_attn}"
             )
+        for name, dim in (("kdim", kdim), ("vdim", vdim)):
+            if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0):
+                raise ValueError(f"Expected a positive int or None for {name}. Received: {dim!r}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {dropout}")
         self.embed_dim = embed_dim
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = float(dropout)
         self.batch_first = batch_first
@@ -95,9 +92,18 @@ class MultiheadAttention(Block):
         out_proj = NonDynamicallyQuantizableLinear(
             embed_dim, embed_dim, bias=bias, device=device, dtype=dtype
         )
-        bound = math.sqrt(6.0 / (embed_dim + 3 * embed_dim))
-        w = host_uniform((3 * embed_dim, embed_dim), -bound, bound)
-        self.in_proj_weight = Parameter(asarray(w, dtype=dtype, device=device))
+        if self._qkv_same_embed_dim:
+            bound = math.sqrt(6.0 / (embed_dim + 3 * embed_dim))
+            w = host_uniform((3 * embed_dim, embed_dim), -bound, bound)
+            self.in_proj_weight = Parameter(asarray(w, dtype=dtype, device=device))
+        else:  # separate projections (Xavier-uniform each), as PyTorch for kdim/vdim != embed_dim
+            for name, dim in (("q", embed_dim), ("k", self.kdim), ("v", self.vdim)):
+                bound = math.sqrt(6.0 / (embed_dim + dim))
+                w = host_uniform((embed_dim, dim), -bound, bound)
+                setattr(
+                    self, f"{name}_proj_weight", Parameter(asarray(w, dtype=dtype, device=device))
+                )
+            self.register_parameter("in_proj_weight", None)
         if bias:
             zeros = np.zeros(3 * embed_dim, np.float32)
             self.in_proj_bias = Parameter(asarray(zeros, dtype=dtype, device=device))
@@ -134,10 +140,15 @@ class MultiheadAttention(Block):
                 "Expected query, key and value all 3-D (batched) or all 2-D (unbatched). "
                 f"Received: shapes {q.shape}, {k.shape}, {v.shape}"
             )
-        if q.shape[-1] != self.embed_dim:
-            raise ValueError(
-                f"Expected query with embed_dim={self.embed_dim} features. Received: {q.shape}"
-            )
+        for name, t, dim in (
+            ("query", q, self.embed_dim),
+            ("key", k, self.kdim),
+            ("value", v, self.vdim),
+        ):
+            if t.shape[-1] != dim:
+                raise ValueError(
+                    f"Expected {name} with {dim} features (last axis). Received: {t.shape}"
+                )
         if unbatched:
             q, k, v = (ops.expand_dims(t, 0) for t in (q, k, v))
             if key_padding_mask is not None:
@@ -147,11 +158,16 @@ class MultiheadAttention(Block):
         N, L, E = q.shape
         S = k.shape[1]
         h, d = self.num_heads, self.head_dim
-        W, b = self.in_proj_weight, self.in_proj_bias
+        b = self.in_proj_bias
         bs = (None, None, None) if b is None else (b[:E], b[E : 2 * E], b[2 * E :])
-        qp = F.linear(q, W[:E], bs[0])
-        kp = F.linear(k, W[E : 2 * E], bs[1])
-        vp = F.linear(v, W[2 * E :], bs[2])
+        if self._qkv_same_embed_dim:
+            W = self.in_proj_weight
+            ws = (W[:E], W[E : 2 * E], W[2 * E :])
+        else:
+            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        qp = F.linear(q, ws[0], bs[0])
+        kp = F.linear(k, ws[1], bs[1])
+        vp = F.linear(v, ws[2], bs[2])
         qh, kh, vh = (
             ops.transpose(ops.reshape(t, (N, n, h, d)), 1, 2)
             for t, n in ((qp, L), (kp, S), (vp, S))

@@ -16,7 +16,7 @@ from .parameter import Parameter, UninitializedParameter
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "LazyConv2d"]
 
 _SQRT5 = math.sqrt(5)
-_PADDING_MODES = ("zeros", "reflect", "replicate")
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:

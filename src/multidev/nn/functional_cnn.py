@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import ops
 from ..autograd import no_grad
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
@@ -297,19 +298,55 @@ def max_pool2d(
     dilation: Any = 1,
     ceil_mode: bool = False,
     return_indices: bool = False,
-) -> Tensor:
+) -> Any:
     """Maximum over kH x kW windows of an (N, C, H, W) input (``stride`` defaults to the
-    kernel size), as ``torch.nn.functional.max_pool2d``. ``dilation`` > 1 and
-    ``return_indices`` raise NotImplementedError."""
+    kernel size; ``dilation`` spaces the window's taps), as
+    ``torch.nn.functional.max_pool2d``. With ``return_indices`` it returns (output, indices):
+    int64 positions of each maximum in its input plane (row * W + column), the first in
+    window order among equal ones."""
     x = _tensor(input)
-    if _ints(dilation, 2, "dilation") != (1, 1) or return_indices:
-        raise NotImplementedError(
-            "Expected dilation=1 and return_indices=False for max_pool2d. Received: "
-            f"dilation={dilation!r}, return_indices={return_indices!r}"
-        )
+    dilation_ = _ints(dilation, 2, "dilation")
     kernel, stride_, padding_ = _pool_args(x, kernel_size, stride, padding, "max_pool2d")
-    pads, _ = _pool_pads(x.shape[2:], kernel, stride_, padding_, ceil_mode, "max_pool2d")
-    return _out(x, _call(x, "max_pool2d", x._native, kernel, stride_, pads), x._dtype)
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation_, strict=True))
+    pads, sizes = _pool_pads(x.shape[2:], span, stride_, padding_, ceil_mode, "max_pool2d")
+    if dilation_ == (1, 1) and not return_indices:
+        return _out(x, _call(x, "max_pool2d", x._native, kernel, stride_, pads), x._dtype)
+    return _max_pool_taps(x, kernel, stride_, pads, dilation_, sizes, return_indices)
+
+
+def _max_pool_taps(
+    x: Tensor,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    pads: tuple[tuple[int, int], ...],
+    dilation: tuple[int, ...],
+    sizes: tuple[int, ...],
+    return_indices: bool,
+) -> Any:
+    """Dilated max pooling, and the argmax positions, from the framework's slicing, stacking
+    and reduction kernels: the kh * kw strided views of the (-inf) padded input, one per
+    tap of the window, stacked on a last axis and reduced over it."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, sizes
+    fill = -np.inf if x._dtype.kind == "f" else int(np.iinfo(x._dtype.numpy).min)
+    xp = _out(x, _call(x, "pad", x._native, ((0, 0), (0, 0), *pads), "constant", fill), x._dtype)
+    taps = [
+        xp[:, :, i * dh : i * dh + (ho - 1) * sh + 1 : sh, j * dw : j * dw + (wo - 1) * sw + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    stacked = ops.stack(taps, axis=-1)
+    out = ops.max(stacked, axis=-1)
+    if not return_indices:
+        return out
+    with no_grad():
+        tap = ops.argmax(stacked, axis=-1)
+        (top, _), (left, _) = pads
+        width = x.shape[3]
+        rows = np.arange(ho, dtype=np.int64)[:, None] * sh - top
+        cols = np.arange(wo, dtype=np.int64)[None, :] * sw - left
+        base = _from_host(x._bk, rows * width + cols, _dt.int64, x._dev)
+        indices = base + (tap // kw) * (dh * width) + (tap % kw) * dw
+    return out, indices
 
 
 def _window_counts(
@@ -520,7 +557,27 @@ def group_norm(
 
 # ---------------------------------------------------------------- padding
 
-_PAD_MODES = ("constant", "reflect", "replicate")
+
+def _circular(x: Tensor, pairs: list[tuple[int, int]]) -> Tensor:
+    """``x`` padded by wrapping around, as PyTorch's ``mode="circular"``: the last ``lo``
+    entries of a dimension before it, its first ``hi`` after it (slices and a concatenation,
+    the framework's own kernels)."""
+    for axis, (lo, hi) in enumerate(pairs):
+        size = x.shape[axis]
+        if lo > size or hi > size:
+            raise ValueError(
+                f"Expected circular padding at most the padded dimension's size. Received: "
+                f"pads {pairs[axis]} for dimension {axis} of size {size} (shape {x.shape})"
+            )
+        if lo or hi:
+            lead = (slice(None),) * axis
+            last, first = (*lead, slice(size - lo, None)), (*lead, slice(0, hi))
+            parts = ([x[last]] if lo else []) + [x] + ([x[first]] if hi else [])
+            x = ops.concat(parts, axis=axis)
+    return x
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def pad(
@@ -528,7 +585,8 @@ def pad(
 ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions, as ``torch.nn.functional.pad``: ``pad`` is
     (last_before, last_after, second_last_before, ...); ``mode`` is ``"constant"`` (with
-    ``value``, default 0), ``"reflect"`` or ``"replicate"``. Negative pads are not supported."""
+    ``value``, default 0), ``"reflect"``, ``"replicate"`` or ``"circular"`` (wraps around:
+    each pad at most the dimension's size). Negative pads are not supported."""
     x = _tensor(input)
     if mode not in _PAD_MODES:
         raise ValueError(f"Expected mode in {_PAD_MODES}. Received: {mode!r}")
@@ -546,10 +604,13 @@ def pad(
     for i in range(len(pad) // 2):
         pairs[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
     if mode != "constant":
-        if not 1 <= len(pad) // 2 <= 3 or len(pad) // 2 > x.ndim - 1:
+        n = len(pad) // 2
+        if not 1 <= n <= 3 or x.ndim not in (n + 1, n + 2):
             raise ValueError(
-                f"Expected padding of 1 to 3 trailing dimensions (not the batch) for mode "
-                f"{mode!r}. Received: pad {tuple(pad)} for shape {x.shape}"
+                f"Expected padding of the last 1 to 3 dimensions of an input with 1 or 2 more "
+                f"(batch, channels) for mode {mode!r}, as PyTorch: 2 pads for a 2-D or 3-D "
+                f"input, 4 for 3-D or 4-D, 6 for 4-D or 5-D. Received: pad {tuple(pad)} for "
+                f"shape {x.shape}"
             )
         if mode == "reflect":
             for size, (lo, hi) in zip(x.shape, pairs, strict=True):
@@ -558,5 +619,7 @@ def pad(
                         f"Expected reflect padding smaller than the padded dimension. Received: "
                         f"pad {tuple(pad)} for shape {x.shape}"
                     )
+        if mode == "circular":
+            return _circular(x, pairs)
     fill = 0.0 if value is None else value
     return _out(x, _call(x, "pad", x._native, tuple(pairs), mode, fill), x._dtype)

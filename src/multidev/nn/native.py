@@ -13,7 +13,7 @@ from typing import Any
 from .. import registry
 from ..tensors import Tensor
 
-__all__ = ["NativeBlockMixin", "call", "mirror", "native_module"]
+__all__ = ["NativeBlockMixin", "call", "call_native", "mirror", "native_module"]
 
 
 def _adapter(block: Any) -> Any:
@@ -150,3 +150,9 @@ def call(block: Any, args: tuple, kwargs: dict) -> Any:
     native tensors in the same structure as its output."""
     bk = _adapter(block)
     return _unwrap(block(*_wrap(bk, args), **_wrap(bk, kwargs)))
+
+
+def call_native(fn: Any, bk: Any, args: tuple, kwargs: dict) -> Any:
+    """Run the native callable ``fn`` (a framework module: torch's ``DistributedDataParallel``
+    around ``net.native``) on multidev tensors of adapter ``bk``; multidev tensors out."""
+    return _wrap(bk, fn(*_unwrap(args), **_unwrap(kwargs)))

@@ -31,7 +31,8 @@ class MaxPool2d(Block):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def forward(self, X: Any) -> Tensor:
+    def forward(self, X: Any) -> Any:
+        """The pooled input, or (pooled, indices) with ``return_indices``."""
         return F.max_pool2d(
             X,
             self.kernel_size,

@@ -52,9 +52,17 @@ class RNNBase(Block):
                 raise ValueError(f"Expected a positive int for {name}. Received: {v!r}")
         if not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
             raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {dropout!r}")
-        if proj_size != 0:
-            raise NotImplementedError(
-                f"Expected proj_size=0: LSTM projections are not supported. Received: {proj_size}"
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError(f"Expected a non-negative int for proj_size. Received: {proj_size!r}")
+        if proj_size and mode != "lstm":
+            raise ValueError(
+                f"Expected proj_size=0: projections exist for LSTM only, not {mode}. "
+                f"Received: proj_size={proj_size}"
+            )
+        if proj_size >= hidden_size:
+            raise ValueError(
+                f"Expected proj_size smaller than hidden_size. Received: proj_size={proj_size}, "
+                f"hidden_size={hidden_size}"
             )
         self.mode = mode
         self.input_size = input_size
@@ -68,17 +76,20 @@ class RNNBase(Block):
         gates = SF.RNN_MODES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
         stdv = 1.0 / math.sqrt(hidden_size)
+        out_size = proj_size or hidden_size  # the size of h: the projection's, if any
         names = []
         for layer in range(num_layers):
-            layer_in = input_size if layer == 0 else hidden_size * dirs
+            layer_in = input_size if layer == 0 else out_size * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
                 shapes: list[tuple[str, tuple[int, ...]]] = [
                     ("weight_ih", (gates, layer_in)),
-                    ("weight_hh", (gates, hidden_size)),
+                    ("weight_hh", (gates, out_size)),
                 ]
                 if bias:
                     shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+                if proj_size:
+                    shapes += [("weight_hr", (proj_size, hidden_size))]
                 for base, shape in shapes:
                     values = host_uniform(shape, -stdv, stdv)
                     self.register_parameter(
@@ -89,14 +100,14 @@ class RNNBase(Block):
 
     @property
     def all_weights(self) -> list[list[Parameter]]:
-        """Per layer and direction: [weight_ih, weight_hh(, bias_ih, bias_hh)]."""
-        per = 4 if self.bias else 2
+        """Per layer and direction: [weight_ih, weight_hh(, bias_ih, bias_hh)(, weight_hr)]."""
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         ws = [getattr(self, n) for n in self._flat_weights_names]
         return [ws[i : i + per] for i in range(0, len(ws), per)]
 
-    def _zeros_state(self, x: Tensor, batch: int) -> Tensor:
+    def _zeros_state(self, x: Tensor, batch: int, size: int) -> Tensor:
         dirs = 2 if self.bidirectional else 1
-        shape = (self.num_layers * dirs, batch, self.hidden_size)
+        shape = (self.num_layers * dirs, batch, size)
         return as_tensor(np.zeros(shape, dtype=x._dtype.numpy), x)
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Any]:
@@ -123,8 +134,14 @@ class RNNBase(Block):
                 f"Received: shape {as_tensor(input).shape}"
             )
         if hx is None:
-            h0 = self._zeros_state(x, x.shape[1])
-            hx = (h0, h0) if self.mode == "lstm" else h0
+            h0 = self._zeros_state(x, x.shape[1], self.proj_size or self.hidden_size)
+            if self.mode != "lstm":
+                hx = h0
+            else:
+                hx = (
+                    h0,
+                    self._zeros_state(x, x.shape[1], self.hidden_size) if self.proj_size else h0,
+                )
         weights = [getattr(self, n) for n in self._flat_weights_names]
         y, h, c = SF.rnn(
             self.mode,
@@ -146,6 +163,8 @@ class RNNBase(Block):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:

@@ -286,8 +286,9 @@ def _cell_loop(
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """One layer, one direction, time-major x (T, N, I): (outputs (T, N, H), h_T, c_T)."""
     w_ih, w_hh = w[0], w[1]
-    b_ih, b_hh = (w[2], w[3]) if len(w) == 4 else (None, None)
-    H = w_hh.shape[1]
+    b_ih, b_hh = (w[2], w[3]) if len(w) >= 4 else (None, None)
+    w_hr = w[-1] if mode == "lstm" and len(w) in (3, 5) else None  # LSTM projection
+    H = w_ih.shape[0] // RNN_MODES[mode]
     gi = _linear(x, w_ih, b_ih)  # all time steps in one kernel
     steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
     outs = []
@@ -305,6 +306,8 @@ def _cell_loop(
             cand, o = _op(a[:, 2 * H : 3 * H], "tanh"), _op(a[:, 3 * H :], "sigmoid")
             c = f * c + i * cand
             h = o * _op(c, "tanh")
+            if w_hr is not None:
+                h = _linear(h, w_hr, None)
         elif mode == "rnn_tanh":
             h = _op(g + gh, "tanh")
         else:
@@ -333,8 +336,10 @@ def _rnn_composed(mode, x, h0, c0, weights, num_layers, bidirectional):
 
 
 def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional):
-    """The adapter's fused kernel for the whole stack, else the composed loop."""
-    fused = _native_op(x, "rnn")
+    """The adapter's fused kernel for the whole stack, else the composed loop. An LSTM with
+    a projection (h smaller than c) needs the optional ``rnn_projected`` kernel."""
+    projected = c0 is not None and h0.shape[-1] != c0.shape[-1]
+    fused = _native_op(x, "rnn_projected" if projected else "rnn")
     if fused is None:
         return _rnn_composed(mode, x, h0, c0, weights, num_layers, bidirectional)
     bk = x._bk
@@ -373,8 +378,8 @@ def rnn(
 
     ``input``: (T, N, I), or (N, T, I) when ``batch_first``; ``hx``: h0 of shape
     (num_layers * directions, N, H), or (h0, c0) for ``"lstm"``; ``weights``: per layer and
-    direction ``w_ih, w_hh[, b_ih, b_hh]`` in PyTorch's layout and gate order (GRU r, z, n;
-    LSTM i, f, g, o). ``dropout`` applies to each layer's output but the last, in training
+    direction ``w_ih, w_hh[, b_ih, b_hh][, w_hr]`` in PyTorch's layout and gate order (GRU
+    r, z, n; LSTM i, f, g, o); ``w_hr`` (P, H), an LSTM's projection, makes h of size P. ``dropout`` applies to each layer's output but the last, in training
     only, with multidev's host generator. Returns (output, h_n, c_n or None).
     """
     if mode not in RNN_MODES:

@@ -60,6 +60,7 @@ REFERENCE_KEYS = (
     *("grad_linear", "grad_relu", "grad_softmax", "grad_mse_loss", "grad_cross_entropy"),
     *("native_parameters", "native_sgd_step"),
     *("rnn_layer", "attention", "layer_norm", "gelu", "embedding"),
+    *("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm_train", "group_norm"),
 )
 
 

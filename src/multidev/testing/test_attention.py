@@ -192,3 +192,70 @@ def test_attention_errors_are_clear(rng):
         nn.MultiheadAttention(6, 4)
     with pytest.raises(ValueError, match="normalized_shape"):
         nn.LayerNorm(5)(md.zeros((2, 4)))
+
+
+# ---------------------------------------------------------------- kdim / vdim
+
+KDIM, VDIM = 3, 6
+
+
+def _mha_kv_run(q, k, v, batch_first, average):
+    md.manual_seed(0)
+    m = nn.MultiheadAttention(E, HEADS, kdim=KDIM, vdim=VDIM, batch_first=batch_first)
+    out, w = m(md.asarray(q), md.asarray(k), md.asarray(v), average_attn_weights=average)
+    return out.numpy(), w.numpy(), m
+
+
+def _kv_inputs(rng, batch_first):
+    shapes = [(B, L, E), (B, S, KDIM), (B, S, VDIM)]
+    ts = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return ts if batch_first else [t.transpose(1, 0, 2).copy() for t in ts]
+
+
+def test_multihead_attention_kdim_vdim_parameters_are_pytorchs():
+    m = nn.MultiheadAttention(E, HEADS, kdim=KDIM, vdim=VDIM)
+    assert [n for n, _ in m.named_parameters()] == [
+        "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias",
+        "out_proj.weight", "out_proj.bias",
+    ]  # fmt: skip
+    assert m.in_proj_weight is None and not m._qkv_same_embed_dim
+    assert m.k_proj_weight.shape == (E, KDIM) and m.v_proj_weight.shape == (E, VDIM)
+    same = nn.MultiheadAttention(E, HEADS, kdim=E, vdim=E)
+    assert same._qkv_same_embed_dim and same.in_proj_weight.shape == (3 * E, E)
+    with pytest.raises(ValueError, match=f"key with {KDIM} features"):
+        m(md.zeros((L, B, E)), md.zeros((S, B, E)), md.zeros((S, B, VDIM)))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("average", [True, False])
+def test_multihead_attention_kdim_vdim_matches_numpy_reference_backend(batch_first, average, rng):
+    q, k, v = _kv_inputs(rng, batch_first)
+    got = _mha_kv_run(q, k, v, batch_first, average)[:2]
+    assert got[1].shape == ((B, L, S) if average else (B, HEADS, L, S))
+    with md.use_backend("numpy"):
+        want = _mha_kv_run(q, k, v, batch_first, average)[:2]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("average", [True, False])
+def test_multihead_attention_kdim_vdim_matches_framework_layer(average, rng, native_ops):
+    if "mha_kv" not in native_ops:
+        pytest.skip("the framework has no layer with PyTorch's MultiheadAttention parameters")
+    q, k, v = _kv_inputs(rng, False)
+    out, w, m = _mha_kv_run(q, k, v, False, average)
+    state = {k: v.numpy() for k, v in m.state_dict().items()}  # loads under torch's keys
+    want_out, want_w = native_ops["mha_kv"](q, k, v, state, HEADS, False, average)
+    np.testing.assert_allclose(out, want_out, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(w, want_w, rtol=RTOL, atol=ATOL)
+
+
+def test_multihead_attention_need_weights_false_returns_none(rng):
+    q, k, v = _kv_inputs(rng, True)
+    md.manual_seed(0)
+    m = nn.MultiheadAttention(E, HEADS, kdim=KDIM, vdim=VDIM, batch_first=True)
+    out, w = m(md.asarray(q), md.asarray(k), md.asarray(v), need_weights=False)
+    assert w is None
+    np.testing.assert_allclose(
+        out.numpy(), _mha_kv_run(q, k, v, True, True)[0], rtol=RTOL, atol=ATOL
+    )

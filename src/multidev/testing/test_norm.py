@@ -54,3 +54,21 @@ def test_batchnorm_layer_buffers_update_in_training_only(rng):
     assert list(bn.state_dict()) == [
         "weight", "bias", "running_mean", "running_var", "num_batches_tracked",
     ]  # fmt: skip
+
+
+def test_batch_norm_training_matches_the_framework(rng, native_ops):
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+    w, b = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    got = F.batch_norm(
+        md.asarray(x), None, None, md.asarray(w), md.asarray(b), training=True, eps=1e-3
+    )
+    want = native_ops["batch_norm_train"](x, w, b, 1e-3)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_group_norm_matches_the_framework(rng, native_ops):
+    x = rng.standard_normal((2, 6, 4, 3)).astype(np.float32)
+    w, b = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    got = F.group_norm(md.asarray(x), 3, md.asarray(w), md.asarray(b), eps=1e-4)
+    want = native_ops["group_norm"](x, 3, w, b, 1e-4)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)

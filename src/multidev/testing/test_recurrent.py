@@ -163,3 +163,70 @@ def test_embedding_matches_framework_and_padding_row_gets_no_gradient(rng, nativ
         np.testing.assert_allclose(grad[3], np.full(4, 2.0))
     with pytest.raises(IndexError, match=r"\[0, 10\)"):
         emb(md.asarray([10]))
+
+
+# ---------------------------------------------------------------- LSTM projections
+
+PROJ = 2
+
+
+def _projected(num_layers, bidirectional, batch_first=True):
+    md.manual_seed(0)
+    return nn.LSTM(
+        IN, H, num_layers, batch_first=batch_first, bidirectional=bidirectional, proj_size=PROJ
+    )
+
+
+def test_lstm_projection_parameters_are_pytorchs():
+    lstm = _projected(2, True)
+    names = [n for n, _ in lstm.named_parameters()]
+    assert names[:5] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0"]
+    assert lstm.weight_hh_l0.shape == (4 * H, PROJ)
+    assert lstm.weight_hr_l0_reverse.shape == (PROJ, H)
+    assert lstm.weight_ih_l1.shape == (4 * H, 2 * PROJ)
+    assert repr(lstm) == (
+        f"LSTM({IN}, {H}, proj_size={PROJ}, num_layers=2, batch_first=True, bidirectional=True)"
+    )
+    with pytest.raises(ValueError, match="smaller than hidden_size"):
+        nn.LSTM(IN, H, proj_size=H)
+    with pytest.raises(ValueError, match="LSTM only"):
+        nn.GRU(IN, H, proj_size=1)
+
+
+@pytest.mark.parametrize("num_layers,bidirectional", [(1, False), (2, True)])
+def test_lstm_projection_matches_numpy_reference_backend(num_layers, bidirectional, rng):
+    x = _input(rng, True)
+
+    def run():
+        y, (h, c) = _projected(num_layers, bidirectional)(md.asarray(x))
+        return y.numpy(), h.numpy(), c.numpy()
+
+    got = run()
+    dirs = 2 if bidirectional else 1
+    assert got[0].shape == (N, T, PROJ * dirs)
+    assert got[1].shape == (num_layers * dirs, N, PROJ)
+    assert got[2].shape == (num_layers * dirs, N, H)
+    with md.use_backend("numpy"):
+        want = run()
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.requires("autograd")
+def test_lstm_projection_and_gradients_match_framework_layer(rng, native_ops):
+    if "lstm_projected_layer" not in native_ops:
+        pytest.skip("the framework has no LSTM layer with PyTorch's projection")
+    lstm = _projected(2, True)
+    x = _input(rng, True)
+    gy = rng.standard_normal((N, T, 2 * PROJ)).astype(np.float32)
+    xp = nn.Parameter(md.asarray(x))
+    with md.autograd.record():
+        loss = md.sum(lstm(xp)[0] * md.asarray(gy))
+    loss.backward()
+    state = {k: v.numpy() for k, v in lstm.state_dict().items()}  # loads under torch's keys
+    want_y, want_dx, *want_dw = native_ops["lstm_projected_layer"](x, state, 2, True, PROJ, gy)
+    np.testing.assert_allclose(lstm(md.asarray(x))[0].numpy(), want_y, rtol=RTOL, atol=ATOL)
+    assert xp.grad is not None
+    np.testing.assert_allclose(xp.grad.numpy(), want_dx, rtol=1e-4, atol=1e-5)
+    for (name, p), w in zip(lstm.named_parameters(), want_dw, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-5, err_msg=name)

@@ -38,10 +38,10 @@ _SHAPE = (4, 1, 16, 16)
 def build(nn: Any) -> Any:
     """A small CNN using every layer of the convolution and normalisation half of §11."""
     return nn.Sequential(
-        nn.Conv2d(1, 6, kernel_size=5, padding=2),
+        nn.Conv2d(1, 6, kernel_size=5, padding=2, padding_mode="circular"),
         nn.BatchNorm2d(6),
         nn.ReLU(),
-        nn.MaxPool2d(2),
+        nn.MaxPool2d(2, dilation=2),
         nn.Conv2d(6, 8, kernel_size=3, groups=2, padding="same", dilation=2),
         nn.GroupNorm(4, 8),
         nn.ReLU(),

@@ -1,0 +1,444 @@
+"""The ``lenet_step`` and ``resnet18_step`` cases: one training step of a CNN, multidev against
+the same model written with the framework's own layers (``torch.nn``, Keras, ``paddle.nn``,
+Gluon), the same initial weights on both sides.
+
+- ``lenet_step``: d2l's LeNet (sigmoid, average pooling) on a batch of 64 28x28 images.
+- ``resnet18_step``: d2l's ResNet-18 (7x7/2 stem and 3x3/2 max-pool, BatchNorm in training
+  mode) on a batch of 16 64x64 images.
+
+A step is forward, cross-entropy, backward and a plain SGD update. The multidev model is the
+one of ``multidev.examples.modern_cnns``; each native model is translated from it layer by
+layer (``_translate``), its weights copied, so both sides hold the same network. Keras runs
+NHWC, its CPU kernels' only layout (multidev transposes NCHW around each of them): the native
+input is the same batch transposed, and the flattened features feed a ``Dense`` kernel whose
+rows are permuted to match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from cases import Case, Context, Row, side
+from harness import Target
+
+__all__ = ["lenet_step_case", "resnet18_step_case"]
+
+LR = 0.01
+State = dict[str, np.ndarray]
+
+
+def _weights(block: Any) -> State:
+    """A multidev block's own parameters and buffers as NumPy arrays."""
+    out = {k: np.array(v.numpy(), copy=True) for k, v in block.named_parameters()}
+    out.update({k: np.array(v.numpy(), copy=True) for k, v in block.named_buffers()})
+    return out
+
+
+def _kind(block: Any) -> str:
+    return type(block).__name__
+
+
+# ---------------------------------------------------------------- torch
+
+
+def _torch_model(block: Any) -> Any:
+    """The torch.nn twin of a multidev model (the same class names, the same state-dict keys)."""
+    import torch
+
+    class Residual(torch.nn.Module):
+        def __init__(self, src: Any) -> None:
+            super().__init__()
+            self.conv1, self.conv2 = _torch_layer(src.conv1), _torch_layer(src.conv2)
+            self.conv3 = None if src.conv3 is None else _torch_layer(src.conv3)
+            self.bn1, self.bn2 = _torch_layer(src.bn1), _torch_layer(src.bn2)
+
+        def forward(self, X):
+            Y = torch.relu(self.bn1(self.conv1(X)))
+            Y = self.bn2(self.conv2(Y))
+            if self.conv3 is not None:
+                X = self.conv3(X)
+            return torch.relu(Y + X)
+
+    def _torch_layer(b: Any) -> Any:
+        nn, kind = torch.nn, _kind(b)
+        if kind == "Sequential":
+            return nn.Sequential(*(_torch_layer(c) for c in b))
+        if kind == "Residual":
+            return Residual(b)
+        if kind == "Conv2d":
+            return nn.Conv2d(b.in_channels, b.out_channels, b.kernel_size, b.stride, b.padding)
+        if kind == "BatchNorm2d":
+            return nn.BatchNorm2d(b.num_features, b.eps, b.momentum)
+        if kind == "Linear":
+            return nn.Linear(b.in_features, b.out_features)
+        if kind == "MaxPool2d":
+            return nn.MaxPool2d(b.kernel_size, b.stride, b.padding)
+        if kind == "AvgPool2d":
+            return nn.AvgPool2d(b.kernel_size, b.stride, b.padding)
+        if kind == "AdaptiveAvgPool2d":
+            return nn.AdaptiveAvgPool2d(b.output_size)
+        return {"ReLU": nn.ReLU, "Sigmoid": nn.Sigmoid, "Flatten": nn.Flatten}[kind]()
+
+    model = _torch_layer(block)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in _weights(block).items()})
+    return model
+
+
+def _torch_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+    import torch
+
+    model = _torch_model(block).train()
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, t = torch.from_numpy(X), torch.from_numpy(y)
+    cross_entropy = torch.nn.functional.cross_entropy
+
+    def step():
+        loss = cross_entropy(model(x), t)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
+# ---------------------------------------------------------------- tensorflow
+
+
+def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+    """Keras layers in NHWC called in training mode, a GradientTape and TensorFlow's fused
+    SGD kernel (what multidev's optimiser runs). Torch-style symmetric padding is a
+    ``ZeroPadding2D`` before a ``valid`` convolution or pooling (every max-pool here follows a
+    ReLU, so zeros pad it as -inf would)."""
+    import keras
+    import tensorflow as tf
+
+    L = keras.layers
+    made: list[Any] = []
+
+    def keep(layer: Any) -> Any:
+        made.append(layer)
+        return layer
+
+    def padded(pad: Any, layer: Any) -> Callable[[Any], Any]:
+        pad = tuple(pad) if isinstance(pad, (tuple, list)) else (pad, pad)
+        if pad == (0, 0):
+            return layer
+        zero = keep(L.ZeroPadding2D(pad))
+        return lambda h: layer(zero(h))
+
+    def conv(b: Any, w: State, prefix: str) -> Callable[[Any], Any]:
+        layer = keep(L.Conv2D(b.out_channels, b.kernel_size, b.stride, "valid"))
+        layer.build((None, None, None, b.in_channels))
+        layer.kernel.assign(w[prefix + "weight"].transpose(2, 3, 1, 0))
+        layer.bias.assign(w[prefix + "bias"])
+        return padded(b.padding, layer)
+
+    def batch_norm(b: Any, w: State, prefix: str) -> Callable[[Any], Any]:
+        layer = keep(L.BatchNormalization(momentum=1 - b.momentum, epsilon=b.eps))
+        layer.build((None, None, None, b.num_features))
+        layer.gamma.assign(w[prefix + "weight"])
+        layer.beta.assign(w[prefix + "bias"])
+        layer.moving_mean.assign(w[prefix + "running_mean"])
+        layer.moving_variance.assign(w[prefix + "running_var"])
+        return lambda h: layer(h, training=True)
+
+    def dense(b: Any, w: State, prefix: str, chw: tuple[int, ...] | None) -> Callable:
+        layer = keep(L.Dense(b.out_features))
+        layer.build((None, b.in_features))
+        weight = w[prefix + "weight"]
+        if chw is not None:  # rows in NHWC flattening order
+            weight = weight.reshape(-1, *chw).transpose(0, 2, 3, 1).reshape(weight.shape[0], -1)
+        layer.kernel.assign(weight.T)
+        layer.bias.assign(w[prefix + "bias"])
+        return layer
+
+    def translate(b: Any, w: State, prefix: str, chw: tuple[int, ...] | None) -> Callable:
+        kind = _kind(b)
+        if kind == "Sequential":
+            kinds = ["", *(_kind(c) for c in b)]  # a Linear after a Flatten takes chw
+            parts = [
+                translate(c, w, f"{prefix}{i}.", chw if kinds[i] == "Flatten" else None)
+                for i, c in enumerate(b)
+            ]
+
+            def run(h):
+                for part in parts:
+                    h = part(h)
+                return h
+
+            return run
+        if kind == "Residual":
+            c1, c2 = conv(b.conv1, w, prefix + "conv1."), conv(b.conv2, w, prefix + "conv2.")
+            n1, n2 = batch_norm(b.bn1, w, prefix + "bn1."), batch_norm(b.bn2, w, prefix + "bn2.")
+            c3 = None if b.conv3 is None else conv(b.conv3, w, prefix + "conv3.")
+
+            def residual(X):
+                Y = n2(c2(tf.nn.relu(n1(c1(X)))))
+                return tf.nn.relu(Y + (X if c3 is None else c3(X)))
+
+            return residual
+        if kind == "Conv2d":
+            return conv(b, w, prefix)
+        if kind == "BatchNorm2d":
+            return batch_norm(b, w, prefix)
+        if kind == "Linear":
+            return dense(b, w, prefix, chw)
+        if kind == "MaxPool2d":
+            return padded(b.padding, keep(L.MaxPooling2D(b.kernel_size, b.stride)))
+        if kind == "AvgPool2d":
+            return padded(b.padding, keep(L.AveragePooling2D(b.kernel_size, b.stride)))
+        if kind == "AdaptiveAvgPool2d":
+            return keep(L.GlobalAveragePooling2D())
+        return {"ReLU": tf.nn.relu, "Sigmoid": tf.nn.sigmoid, "Flatten": keep(L.Flatten())}[kind]
+
+    chw = (16, 5, 5) if X.shape[-1] == 28 else None  # LeNet's flattened (C, H, W)
+    model = translate(block, _weights(block), "", chw)
+    variables = [v for layer in made for v in layer.trainable_variables]
+    x, t = tf.constant(X.transpose(0, 2, 3, 1)), tf.constant(y)
+    alpha = tf.constant(LR, tf.float32)
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(xent(labels=t, logits=model(x)))
+        grads = tape.gradient(loss, variables)
+        for v, g in zip(variables, grads, strict=True):
+            tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=alpha, delta=g)
+        return loss
+
+    return step
+
+
+# ---------------------------------------------------------------- paddle
+
+
+def _paddle_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+    """``paddle.nn`` layers; gradients dropped after each step as multidev's ``zero_grad()``."""
+    import paddle
+
+    nn = paddle.nn
+    w = _weights(block)
+
+    class Residual(nn.Layer):
+        def __init__(self, src: Any, prefix: str) -> None:
+            super().__init__()
+            self.conv1 = translate(src.conv1, prefix + "conv1.")
+            self.conv2 = translate(src.conv2, prefix + "conv2.")
+            self.conv3 = None if src.conv3 is None else translate(src.conv3, prefix + "conv3.")
+            self.bn1 = translate(src.bn1, prefix + "bn1.")
+            self.bn2 = translate(src.bn2, prefix + "bn2.")
+
+        def forward(self, X):
+            Y = nn.functional.relu(self.bn1(self.conv1(X)))
+            Y = self.bn2(self.conv2(Y))
+            if self.conv3 is not None:
+                X = self.conv3(X)
+            return nn.functional.relu(Y + X)
+
+    def translate(b: Any, prefix: str) -> Any:
+        kind = _kind(b)
+        if kind == "Sequential":
+            return nn.Sequential(*(translate(c, f"{prefix}{i}.") for i, c in enumerate(b)))
+        if kind == "Residual":
+            return Residual(b, prefix)
+        if kind == "Conv2d":
+            layer = nn.Conv2D(b.in_channels, b.out_channels, b.kernel_size, b.stride, b.padding)
+            layer.weight.set_value(w[prefix + "weight"])
+            layer.bias.set_value(w[prefix + "bias"])
+            return layer
+        if kind == "BatchNorm2d":
+            layer = nn.BatchNorm2D(b.num_features, momentum=1 - b.momentum, epsilon=b.eps)
+            layer.weight.set_value(w[prefix + "weight"])
+            layer.bias.set_value(w[prefix + "bias"])
+            layer._mean.set_value(w[prefix + "running_mean"])
+            layer._variance.set_value(w[prefix + "running_var"])
+            return layer
+        if kind == "Linear":
+            layer = nn.Linear(b.in_features, b.out_features)
+            layer.weight.set_value(np.ascontiguousarray(w[prefix + "weight"].T))
+            layer.bias.set_value(w[prefix + "bias"])
+            return layer
+        if kind == "MaxPool2d":
+            return nn.MaxPool2D(b.kernel_size, b.stride, b.padding)
+        if kind == "AvgPool2d":
+            return nn.AvgPool2D(b.kernel_size, b.stride, b.padding)
+        if kind == "AdaptiveAvgPool2d":
+            return nn.AdaptiveAvgPool2D(b.output_size)
+        return {"ReLU": nn.ReLU, "Sigmoid": nn.Sigmoid, "Flatten": nn.Flatten}[kind]()
+
+    model = translate(block, "")
+    model.train()
+    opt = paddle.optimizer.SGD(learning_rate=LR, parameters=model.parameters())
+    x, t = paddle.to_tensor(X), paddle.to_tensor(y)
+    cross_entropy = nn.functional.cross_entropy
+
+    def step():
+        loss = cross_entropy(model(x), t)
+        loss.backward()
+        opt.step()
+        opt.clear_grad(set_to_zero=False)
+        return loss
+
+    return step
+
+
+# ---------------------------------------------------------------- mxnet
+
+
+def _mxnet_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+    """Gluon layers (not hybridised, like the multidev model), ``autograd.record`` and a
+    ``Trainer`` with plain SGD."""
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    nn, npx = gluon.nn, mx.npx
+    w = _weights(block)
+    copies: list[tuple[Any, np.ndarray]] = []
+
+    class Residual(gluon.Block):
+        def __init__(self, src: Any, prefix: str) -> None:
+            super().__init__()
+            self.conv1 = translate(src.conv1, prefix + "conv1.")
+            self.conv2 = translate(src.conv2, prefix + "conv2.")
+            self.conv3 = None if src.conv3 is None else translate(src.conv3, prefix + "conv3.")
+            self.bn1 = translate(src.bn1, prefix + "bn1.")
+            self.bn2 = translate(src.bn2, prefix + "bn2.")
+
+        def forward(self, X):
+            Y = npx.relu(self.bn1(self.conv1(X)))
+            Y = self.bn2(self.conv2(Y))
+            if self.conv3 is not None:
+                X = self.conv3(X)
+            return npx.relu(Y + X)
+
+    def translate(b: Any, prefix: str) -> Any:
+        kind = _kind(b)
+        if kind == "Sequential":
+            seq = nn.Sequential()
+            seq.add(*(translate(c, f"{prefix}{i}.") for i, c in enumerate(b)))
+            return seq
+        if kind == "Residual":
+            return Residual(b, prefix)
+        if kind == "Conv2d":
+            layer = nn.Conv2D(
+                b.out_channels, b.kernel_size, b.stride, b.padding, in_channels=b.in_channels
+            )
+            copies.extend([(layer.weight, w[prefix + "weight"]), (layer.bias, w[prefix + "bias"])])
+            return layer
+        if kind == "BatchNorm2d":
+            layer = nn.BatchNorm(momentum=1 - b.momentum, epsilon=b.eps, in_channels=b.num_features)
+            copies.extend(
+                [
+                    (layer.gamma, w[prefix + "weight"]),
+                    (layer.beta, w[prefix + "bias"]),
+                    (layer.running_mean, w[prefix + "running_mean"]),
+                    (layer.running_var, w[prefix + "running_var"]),
+                ]
+            )
+            return layer
+        if kind == "Linear":
+            layer = nn.Dense(b.out_features, in_units=b.in_features)
+            copies.extend([(layer.weight, w[prefix + "weight"]), (layer.bias, w[prefix + "bias"])])
+            return layer
+        if kind == "MaxPool2d":
+            return nn.MaxPool2D(b.kernel_size, b.stride, b.padding)
+        if kind == "AvgPool2d":
+            return nn.AvgPool2D(b.kernel_size, b.stride, b.padding)
+        if kind == "AdaptiveAvgPool2d":
+            return nn.GlobalAvgPool2D()
+        if kind == "Flatten":
+            return nn.Flatten()
+        return nn.Activation({"ReLU": "relu", "Sigmoid": "sigmoid"}[kind])
+
+    model = translate(block, "")
+    model.initialize()
+    for param, value in copies:
+        param.set_data(mx.np.array(value))
+    trainer = gluon.Trainer(model.collect_params(), "sgd", {"learning_rate": LR})
+    x, t = mx.np.array(X), mx.np.array(y)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def step():
+        with autograd.record():
+            loss = loss_fn(model(x), t).mean()
+        loss.backward()
+        trainer.step(1)
+        return loss
+
+    return step
+
+
+NATIVE_STEPS = {
+    "torch": _torch_step,
+    "tensorflow": _tf_step,
+    "paddle": _paddle_step,
+    "mxnet": _mxnet_step,
+}
+
+
+def _cnn_case(ctx: Context, name: str, build: Callable[[Any], Any], batch: int, side_len: int,
+              repeats: int) -> Case:  # fmt: skip
+    md, nat = ctx.md, ctx.nat
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((batch, 1, side_len, side_len), dtype=np.float32)
+    y = rng.integers(0, 10, size=batch)
+    with side("multidev"):
+        from multidev.examples import modern_cnns
+
+        md.manual_seed(0)
+        net = build(modern_cnns)
+        net.train()
+        opt = md.optim.SGD(net.parameters(), lr=LR)
+        x, t = md.asarray(X), md.asarray(y)
+        cross_entropy, record = md.nn.functional.cross_entropy, md.autograd.record
+        net_copy = build(modern_cnns)
+        net_copy.load_state_dict(net.state_dict())
+
+        def md_step():
+            with record():
+                loss = cross_entropy(net(x), t)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        md_loss = float(md_step().item())
+        nat.sync()
+    with side("native"):
+        nat_step = NATIVE_STEPS[ctx.backend](net_copy, X, y)
+        nat_loss = nat.loss_value(nat_step())
+        nat.sync()
+    rel = abs(md_loss - nat_loss) / max(abs(nat_loss), 1e-30)
+    check = "same first loss" if rel < 1e-4 else f"first losses differ: {md_loss} vs {nat_loss}"
+    return Case(
+        name,
+        {"md": md_step, "native": nat_step},
+        [Row("native", f"{nat.name} (own layers + SGD)", Target("ratio", 1.10))],
+        repeats=repeats,
+        warmup=2,
+        number=1,
+        budget_s=0.2,
+        note=check,
+        extra={"first_loss": {"md": md_loss, "native": nat_loss}},
+    )
+
+
+def lenet_step_case(ctx: Context) -> list[Case]:
+    return [
+        _cnn_case(
+            ctx, "lenet_step (LeNet, batch 64, 28×28)", lambda m: m.lenet(), 64, 28,
+            5 if ctx.quick else 15,
+        )
+    ]  # fmt: skip
+
+
+def resnet18_step_case(ctx: Context) -> list[Case]:
+    return [
+        _cnn_case(
+            ctx, "resnet18_step (ResNet-18, batch 16, 64×64)",
+            lambda m: m.resnet18(small_inputs=False), 16, 64, 3 if ctx.quick else 7,
+        )
+    ]  # fmt: skip
