@@ -198,9 +198,16 @@ def _mutate_header(header: OrderedDict, data: bytes, rng: np.random.Generator) -
         header[names[int(rng.integers(len(names)))]]["shape"] = _odd_shape(rng)
     elif kind == 1 and names:  # offsets
         e = header[names[int(rng.integers(len(names)))]]
-        b, end = (
-            e.get("data_offsets", [0, 0])[:2] if len(e.get("data_offsets", [])) >= 2 else (0, 0)
-        )
+        offsets = e.get("data_offsets")
+        # an earlier mutation of the same case may have left anything here (a string, floats)
+        if (
+            isinstance(offsets, list)
+            and len(offsets) >= 2
+            and all(type(v) is int for v in offsets[:2])
+        ):
+            b, end = offsets[:2]
+        else:
+            b, end = 0, 0
         e["data_offsets"] = [
             [end, b],
             [b + int(rng.integers(-9, 9)), end],
