@@ -522,7 +522,11 @@ def array_api(session: nox.Session, backend: str) -> None:
     env = {
         "MULTIDEV_BACKEND": backend,
         "ARRAY_API_TESTS_MODULE": "multidev",
-        "ARRAY_API_TESTS_VERSION": "2023.12",
+        # MXNet has no complex dtypes, and the suite (at 55fcc60) cannot start on a 2022.12+
+        # namespace without them: MXNet is judged by the standard before complex (2021.12)
+        "ARRAY_API_TESTS_VERSION": "2021.12" if backend == "mxnet" else "2023.12",
+        # md.int16 exists on every backend; MXNet cannot hold it (a typed error): not drawn there
+        "ARRAY_API_TESTS_SKIP_DTYPES": "int16" if backend == "mxnet" else "",
         "PYTHONHASHSEED": "0",
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
@@ -540,6 +544,8 @@ def array_api(session: nox.Session, backend: str) -> None:
         "fft",
         f"--xfails-file={ROOT / 'array-api-xfails' / (backend + '.txt')}",
         "--hypothesis-max-examples=20",
+        # no wall-clock deadline per example: on a loaded machine it fails tests at random
+        "--hypothesis-disable-deadline",
         *session.posargs,
         env=env,
     )

@@ -44,4 +44,7 @@ LOWERINGS: dict[str, Any] = {
     "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
     "repeat": lambda x, repeats, axis: np.repeat(x, repeats, axis=axis),
     "to_dlpack": lambda x: x.__dlpack__(),
+    # np.real/np.imag of a complex array are views: a tensor owns its values
+    "real": lambda x: np.real(x).copy(),
+    "imag": lambda x: np.imag(x).copy(),
 }

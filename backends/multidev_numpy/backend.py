@@ -25,7 +25,7 @@ class Backend(AdapterBase):
 
     name = "numpy"
     framework: ClassVar[Framework] = FRAMEWORK
-    capabilities = frozenset({"bfloat16", "float16", "float64"})
+    capabilities = frozenset({"bfloat16", "float16", "float64", "complex"})
     tensor_types = (np.ndarray,)
     dtypes = NATIVE
     ops = OPS

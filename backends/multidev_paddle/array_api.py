@@ -24,8 +24,31 @@ def _sortable(fn):
     return sort
 
 
+#: the dtype each of Paddle's kernels without small-integer (or float16) variants runs in
+_WIDER = {
+    paddle.bool: paddle.int32,
+    paddle.uint8: paddle.int32,
+    paddle.int8: paddle.int32,
+    paddle.int16: paddle.int32,
+    paddle.float16: paddle.float32,
+}
+
+
+def _widened(x):
+    return x.astype(_WIDER[x.dtype]) if x.dtype in _WIDER else x
+
+
 def _searchsorted(a, v, side):
-    return paddle.searchsorted(a, v, right=side == "right")
+    return paddle.searchsorted(_widened(a), _widened(v), right=side == "right")
+
+
+def _repeat(x, repeats, axis):
+    """repeat_interleave in a dtype it has a kernel for, then back to x's (complex: its
+    parts)."""
+    if x.is_complex():
+        return paddle.complex(_repeat(x.real(), repeats, axis), _repeat(x.imag(), repeats, axis))
+    out = paddle.repeat_interleave(_widened(x), repeats, axis)
+    return out.astype(x.dtype) if x.dtype in _WIDER else out
 
 
 def _nonzero(x):
@@ -33,7 +56,9 @@ def _nonzero(x):
 
 
 def _take(x, idx, axis):
-    out = paddle.index_select(x, idx.reshape([-1]), axis=axis)
+    small = x.dtype in _WIDER and x.dtype != paddle.bool  # index_select has bool, not uint8
+    out = paddle.index_select(_widened(x) if small else x, idx.reshape([-1]), axis=axis)
+    out = out.astype(x.dtype) if small else out
     return out.reshape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1 :]))
 
 
@@ -55,7 +80,7 @@ LOWERINGS: dict[str, Any] = {
     "nonzero": _nonzero,
     "take": _take,
     "broadcast_to": lambda x, shape: paddle.broadcast_to(x, list(shape)).clone(),
-    "repeat": lambda x, repeats, axis: paddle.repeat_interleave(x, repeats, axis),
+    "repeat": _repeat,
     "to_dlpack": _dlpack.to_dlpack,
     "from_dlpack": _dlpack.from_dlpack,
 }

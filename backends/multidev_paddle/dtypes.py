@@ -10,7 +10,7 @@ from multidev import dtypes as md
 
 __all__ = ["NATIVE", "dtype_name", "md_dtype"]
 
-NATIVE: dict[md.DType, Any] = {dt: getattr(paddle, dt.name) for dt in md.ALL}
+NATIVE: dict[md.DType, Any] = {dt: getattr(paddle, dt.name) for dt in md.EVERY}
 _FROM_NATIVE = {v: k for k, v in NATIVE.items()}
 # Paddle's dtype objects are singletons whose hash and == are slow (~0.5 us): look them up by
 # identity first (these objects live as long as Paddle, so their ids are never reused)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import tensorflow as tf
+import tensorflow.experimental.numpy as tnp
 
 from multidev.contract import reduction
 
@@ -40,11 +41,21 @@ def _sortable(fn):
 
 
 def _sort(x, axis, direction):
+    if x.dtype.is_floating:
+        return tnp.take_along_axis(x, _argsort(x, axis, direction), axis)
     return tf.sort(x, axis=axis, direction=direction)
 
 
 def _argsort(x, axis, direction):
-    return tf.cast(tf.argsort(x, axis=axis, direction=direction, stable=True), tf.int64)
+    """Stable; NaN sorts last ascending and first descending, as NumPy's sort (tf.argsort
+    leaves NaN wherever its comparisons put it)."""
+    if not x.dtype.is_floating:
+        return tf.cast(tf.argsort(x, axis=axis, direction=direction, stable=True), tf.int64)
+    nan = tf.math.is_nan(x)
+    order = tf.argsort(tf.where(nan, tf.zeros_like(x), x), axis, direction, stable=True)
+    flags = tnp.take_along_axis(tf.cast(nan, tf.int32), order, axis)
+    last = tf.argsort(flags, axis, direction, stable=True)
+    return tf.cast(tnp.take_along_axis(order, last, axis), tf.int64)
 
 
 def _argsort_any(x, axis, descending):
@@ -52,6 +63,13 @@ def _argsort_any(x, axis, descending):
     if x.dtype == tf.bool:
         x = tf.cast(x, tf.uint8)
     return _argsort(x, axis, direction)
+
+
+def _repeat(x, repeats, axis):
+    """tf.repeat's kernels take int32 repeat counts only."""
+    if tf.is_tensor(repeats):
+        repeats = tf.cast(repeats, tf.int32)
+    return tf.repeat(x, repeats, axis=axis)
 
 
 def _searchsorted(a, v, side):
@@ -82,7 +100,7 @@ LOWERINGS: dict[str, Any] = {
     "flip": lambda x, axes: tf.reverse(x, list(axes)),
     "roll": lambda x, shifts, axes: tf.roll(x, list(shifts), list(axes)),
     "broadcast_to": tf.broadcast_to,
-    "repeat": lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis),
+    "repeat": _repeat,
     "tile": lambda x, reps: tf.tile(x, list(reps)),
     "to_dlpack": tf.experimental.dlpack.to_dlpack,
     "from_dlpack": lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()),

@@ -8,4 +8,4 @@ from multidev import dtypes as md
 
 __all__ = ["NATIVE"]
 
-NATIVE: dict[md.DType, tf.DType] = {dt: tf.as_dtype(dt.name) for dt in md.ALL}
+NATIVE: dict[md.DType, tf.DType] = {dt: tf.as_dtype(dt.name) for dt in md.EVERY}

@@ -19,6 +19,11 @@ def _repeat(x, repeats, axis):
     return torch.repeat_interleave(x, repeats, dim=axis)
 
 
+def _sign(x):
+    """torch.sign gives 0 for NaN; the standard keeps NaN."""
+    return torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x)
+
+
 #: the Array API ops PyTorch spells differently (the rest: by name on ``torch``)
 LOWERINGS: dict[str, Any] = {
     "all": reduction(torch.all, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
@@ -38,4 +43,9 @@ LOWERINGS: dict[str, Any] = {
     "broadcast_to": lambda x, shape: torch.broadcast_to(x, shape).clone(),
     "repeat": _repeat,
     "to_dlpack": lambda x: x.__dlpack__(),
+    "sign": _sign,
+    # torch.real/torch.imag are views and torch.conj only sets a lazy bit: own the values
+    "real": lambda x: torch.real(x).clone(),
+    "imag": lambda x: torch.imag(x).clone(),
+    "conj": torch.conj_physical,
 }

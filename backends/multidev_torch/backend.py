@@ -38,7 +38,9 @@ class Backend(Jit, Autograd, AdapterBase):
     """PyTorch: CPU and CUDA devices, autograd, bfloat16, DLPack."""
 
     name = "torch"
-    capabilities = frozenset({"autograd", "gpu", "bfloat16", "float16", "float64", "dlpack", "jit"})
+    capabilities = frozenset(
+        {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
+    )
     tensor_types = (torch.Tensor, torch.nn.Parameter)
     dtypes = NATIVE
     ops = OPS

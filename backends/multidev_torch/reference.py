@@ -56,6 +56,8 @@ OPS = native_table(
         ),
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
+        # torch.conj only sets a lazy bit NumPy cannot read
+        "conj": torch.conj_physical,
         "native_sgd_step": eager_sgd_step(
             lambda module, lr: torch.optim.SGD(module.parameters(), lr=lr),
             lambda opt: opt.zero_grad(),

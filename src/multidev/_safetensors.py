@@ -57,6 +57,7 @@ _TO_MD = {
     "BF16": _dt.bfloat16,
     "F32": _dt.float32,
     "F64": _dt.float64,
+    "C64": _dt.complex64,
 }
 CODE = {dt: code for code, dt in _TO_MD.items()}
 _LENGTH = struct.Struct("<Q")

@@ -54,6 +54,7 @@ __all__ = [
     "broadcast_to",
     "can_cast",
     "ceil",
+    "conj",
     "copysign",
     "cosh",
     "cumulative_sum",
@@ -68,6 +69,7 @@ __all__ = [
     "greater_equal",
     "hypot",
     "iinfo",
+    "imag",
     "inf",
     "isdtype",
     "isfinite",
@@ -91,6 +93,7 @@ __all__ = [
     "not_equal",
     "pi",
     "positive",
+    "real",
     "reciprocal",
     "remainder",
     "repeat",
@@ -121,14 +124,15 @@ __all__ = [
 
 _INTEGRAL = frozenset(d for d in _dt.ALL if d.kind in "iu")
 _REAL_FLOATING = frozenset(d for d in _dt.ALL if d.kind == "f")
+_COMPLEX = frozenset(_dt.COMPLEX)
 _KINDS = {
     "bool": frozenset({_dt.bool}),
     "signed integer": frozenset(d for d in _dt.ALL if d.kind == "i"),
     "unsigned integer": frozenset(d for d in _dt.ALL if d.kind == "u"),
     "integral": _INTEGRAL,
     "real floating": _REAL_FLOATING,
-    "complex floating": frozenset(),
-    "numeric": _INTEGRAL | _REAL_FLOATING,
+    "complex floating": _COMPLEX,
+    "numeric": _INTEGRAL | _REAL_FLOATING | _COMPLEX,
 }
 
 
@@ -195,8 +199,9 @@ class iinfo_object:
 
 
 def finfo(type: Any, /) -> finfo_object:
-    """Limits of a floating-point dtype (or of a tensor's dtype)."""
-    dt = _dtype_of(type)
+    """Limits of a floating-point dtype (or of a tensor's dtype); for a complex dtype, those
+    of its real and imaginary parts."""
+    dt = _dt.real_dtype(_dtype_of(type))
     if dt.kind != "f":
         raise TypeError(f"Expected a floating-point dtype. Received: {dt}; use md.iinfo")
     if dt is _dt.bfloat16:
@@ -237,12 +242,20 @@ class ArrayNamespaceInfo:
         return list(registry.current().devices())
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, _dt.DType]:
-        return {"real floating": _dt.float32, "integral": _dt.int64, "indexing": _dt.int64}
+        out = {"real floating": _dt.float32, "integral": _dt.int64, "indexing": _dt.int64}
+        if "complex" in registry.current().capabilities:
+            out["complex floating"] = _dt.complex64
+        return out
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, _dt.DType]:
+        """The standard's dtypes the backend has (float16 and bfloat16 are not among them)."""
         caps = registry.current().capabilities
         have = [
-            d for d in _dt.ALL if d.name not in ("float16", "bfloat16", "float64") or d.name in caps
+            d
+            for d in _dt.EVERY
+            if d.name not in ("float16", "bfloat16")
+            and (d.name != "float64" or "float64" in caps)
+            and (d.kind != "c" or "complex" in caps)
         ]
         if kind is not None:
             have = [d for d in have if isdtype(d, kind)]
@@ -299,11 +312,36 @@ trunc = _rounding("trunc", "Elementwise x rounded toward zero")
 round = _rounding("round", "Elementwise x rounded to the nearest integer, halves to even")
 
 
+def _complex_part(name: str, doc: str):
+    def fn(x: Any, /) -> Tensor:
+        x = as_tensor(x)
+        if x._dtype.kind != "c":
+            if name == "imag":
+                return creation.zeros_like(x)
+            return ops.astype(x, x._dtype)  # a real tensor is its own real part and conjugate
+        dt = x._dtype if name == "conj" else _dt.real_dtype(x._dtype)
+        return wrap(x, call(x, name, x._native), dt)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+real = _complex_part("real", "Elementwise real part (float32 of complex64, float64 of complex128).")
+imag = _complex_part("imag", "Elementwise imaginary part (zeros for real input).")
+conj = _complex_part("conj", "Elementwise complex conjugate (a copy of real input).")
+
+
 def sign(x: Any, /) -> Tensor:
-    """Elementwise -1, 0 or 1 (NaN stays NaN)."""
+    """Elementwise -1, 0 or 1 (NaN stays NaN); ``x / |x|`` (0 at 0) for complex input."""
     x = as_tensor(x)
     if x._dtype is _dt.bool:
         raise TypeError("Expected a numeric tensor for sign. Received: bool")
+    if x._dtype.kind == "u":  # 0 or 1 (not every framework has an unsigned sign kernel)
+        return ops.astype(x > 0, x._dtype)
+    if x._dtype.kind == "c":
+        m = ops.abs(x)
+        return ops.where(m == 0, creation.zeros_like(x), x / ops.where(m == 0, 1.0, m))
     return wrap(x, call(x, "sign", x._native), x._dtype)
 
 
@@ -316,6 +354,9 @@ def positive(x: Any, /) -> Tensor:
 def _float_predicate(name: str, on_integers: bool, doc: str):
     def fn(x: Any, /) -> Tensor:
         x = as_tensor(x)
+        if x._dtype.kind == "c":  # of both parts: finite if both are, NaN/inf if either is
+            re, im = fn(real(x)), fn(imag(x))
+            return logical_and(re, im) if on_integers else logical_or(re, im)
         if x._dtype.kind != "f":
             out = (x == x) if on_integers else (x != x)
             return out
@@ -351,6 +392,8 @@ def _pair(x1: Any, x2: Any, floating_only: bool = False) -> tuple[Tensor, Tensor
         x2 = as_tensor(x2, x1)
         check_same(x1, x2)
         dt = _dt.result_type(x1._dtype, x2._dtype)
+    if floating_only and dt.kind == "c":
+        raise TypeError(f"Expected real-valued tensors. Received: {dt}; use md.real/md.imag")
     if floating_only and dt.kind != "f":
         dt = _dt.float32
     return ops.astype(x1, dt, copy=False), ops.astype(x2, dt, copy=False)
@@ -494,7 +537,7 @@ def cumulative_sum(
         axis = 0
     ax = ops._axis(x, axis)
     dt = _dt.as_dtype(dtype) if dtype is not None else x._dtype
-    if dtype is None and dt.kind != "f" and dt is not _dt.int64:
+    if dtype is None and dt.kind in "biu" and dt is not _dt.int64:
         dt = _dt.int64
     if dt is not x._dtype:
         x = cast(x, dt)
@@ -565,17 +608,20 @@ class UniqueInverseResult(NamedTuple):
 
 
 def _unique(x: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(flattened x, its stable sort order, the sorted values, where each run of equal sorted
-    values starts): the pieces every unique_* function is built from, all native ops."""
+    """(the run number of each sorted element, x's stable sort order, the sorted values,
+    where each run of equal sorted values starts): the pieces every unique_* function is
+    built from, all native ops. NaN differs from itself, so each NaN is a run of its own."""
     x = as_tensor(x)
     flat = ops.reshape(x, (-1,))
     order = argsort(flat)
     s = take(flat, order)
     if s.shape[0] == 0:
-        return flat, order, s, creation.zeros((0,), dtype=_dt.int64, device=x.device)
+        empty = creation.zeros((0,), dtype=_dt.int64, device=x.device)
+        return empty, order, s, empty
     first = creation.full((1,), True, dtype=_dt.bool, device=x.device)
-    starts = nonzero(ops.concat([first, s[1:] != s[:-1]]))[0]
-    return flat, order, s, starts
+    is_start = ops.concat([first, s[1:] != s[:-1]])
+    runs = cumulative_sum(is_start) - 1
+    return runs, order, s, nonzero(is_start)[0]
 
 
 def _counts(starts: Tensor, n: int) -> Tensor:
@@ -596,24 +642,29 @@ def unique_counts(x: Any, /) -> UniqueCountsResult:
     return UniqueCountsResult(take(s, starts), _counts(starts, s.shape[0]))
 
 
+def _inverse(x: Tensor, order: Tensor, runs: Tensor) -> Tensor:
+    """For each element of ``x`` (in its shape), the index of its value among the sorted
+    distinct values: the run number of its place in the sort order."""
+    return ops.reshape(take(runs, argsort(order)), x.shape)
+
+
 def unique_inverse(x: Any, /) -> UniqueInverseResult:
     """The distinct values of ``x`` (sorted) and, for each element of ``x`` (in its shape),
     the index of its value among them."""
     x = as_tensor(x)
-    flat, _, s, starts = _unique(x)
-    values = take(s, starts)
-    inverse = ops.reshape(searchsorted(values, flat), x.shape)
-    return UniqueInverseResult(values, inverse)
+    runs, order, s, starts = _unique(x)
+    return UniqueInverseResult(take(s, starts), _inverse(x, order, runs))
 
 
 def unique_all(x: Any, /) -> UniqueAllResult:
     """Distinct values (sorted), the first index of each in the flattened ``x``, the inverse
     indices (in x's shape) and the counts."""
     x = as_tensor(x)
-    flat, order, s, starts = _unique(x)
-    values = take(s, starts)
-    inverse = ops.reshape(searchsorted(values, flat), x.shape)
-    return UniqueAllResult(values, take(order, starts), inverse, _counts(starts, s.shape[0]))
+    runs, order, s, starts = _unique(x)
+    inverse = _inverse(x, order, runs)
+    return UniqueAllResult(
+        take(s, starts), take(order, starts), inverse, _counts(starts, s.shape[0])
+    )
 
 
 # ---------------------------------------------------------------- indexing and shapes
@@ -631,7 +682,9 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     if idx._dtype.kind not in "iu":
         raise TypeError(f"Expected integer indices. Received: {idx._dtype}")
     idx = ops.astype(idx, _dt.int64, copy=False)
-    return wrap(x, call(x, "take", x._native, idx._native, ops._axis(x, axis)), x._dtype)
+    ax = ops._axis(x, axis)
+    idx = ops.where(idx < 0, idx + x.shape[ax], idx)  # negative indices count from the end
+    return wrap(x, call(x, "take", x._native, idx._native, ax), x._dtype)
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Tensor:
@@ -720,6 +773,8 @@ def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Tensor:
     ax = ops._axis(x, axis)
     if isinstance(repeats, Tensor):
         check_same(x, repeats)
+        if repeats.shape == (1,) and x.shape[ax] != 1:  # one count for every element
+            repeats = broadcast_to(repeats, (x.shape[ax],))
         reps: Any = ops.astype(repeats, _dt.int64, copy=False)._native
     else:
         reps = int(repeats)
@@ -756,7 +811,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
         raise ValueError(
             f"Expected equal sizes along axis {axis}. Received: {x1.shape} and {x2.shape}"
         )
-    return ops.sum(x1 * x2, axis=axis)
+    product = x1 * x2
+    return ops.sum(product, axis=axis, dtype=product.dtype)
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
@@ -775,8 +831,10 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
     k = math.prod(x1.shape[a] for a in a1)
-    m = ops.reshape(ops.permute_dims(x1, free1 + list(a1)), (-1, k))
-    n = ops.reshape(ops.permute_dims(x2, list(a2) + free2), (k, -1))
+    rows = math.prod(x1.shape[a] for a in free1)
+    cols = math.prod(x2.shape[a] for a in free2)
+    m = ops.reshape(ops.permute_dims(x1, free1 + list(a1)), (rows, k))
+    n = ops.reshape(ops.permute_dims(x2, list(a2) + free2), (k, cols))
     out_shape = tuple(x1.shape[a] for a in free1) + tuple(x2.shape[a] for a in free2)
     return ops.reshape(m @ n, out_shape)
 

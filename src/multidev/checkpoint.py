@@ -103,8 +103,8 @@ def save(obj: Any, path: str | os.PathLike) -> None:
     The file is a safetensors file; a tensor that appears twice (tied) is stored once.
     The write is atomic: ``path`` holds either its previous content or the new one, even
     if the process is killed; a replaced file keeps its permission bits. Raises TypeError
-    or ValueError (object not saveable, or a header too large for its data; no file is
-    touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
+    or ValueError (object not saveable, such as a complex128 tensor, which safetensors has
+    no code for, or a header too large for its data; no file is touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
     """
     path = _fspath(path)
     plan = _Plan(obj)
@@ -166,6 +166,12 @@ class _Plan:
 
     def _node(self, obj: Any, parts: list[str], loc: str, depth: int) -> Any:
         if isinstance(obj, Tensor):
+            if obj._dtype not in st.CODE:
+                raise TypeError(
+                    f"Expected tensors of a dtype safetensors stores (complex64 among the "
+                    f"complex ones). Received: {obj._dtype.name} at {loc}. Save md.real(x) "
+                    "and md.imag(x) (float64) instead, or cast it to complex64."
+                )
             native = obj.native
             name = self._by_native.get(id(native))
             if name is None:

@@ -68,6 +68,7 @@ CAPABILITIES = frozenset(
         "bfloat16",
         "float16",
         "float64",
+        "complex",  # complex64 and complex128
         "dlpack",  # exchanges tensors zero-copy through DLPack
         "jit",  # compiles functions with the framework's compiler (md.jit, hybridize)
     }
@@ -293,7 +294,14 @@ def dtype_error(
     backend: str, table: Mapping[DType, Any], dt: DType, alternatives: Mapping[DType, str]
 ) -> TypeError:
     """The error for a multidev dtype that backend's framework lacks (not a key of ``table``),
-    naming what to use instead."""
+    naming what to use instead (and, for a complex dtype, the capability it needs)."""
+    if dt.kind == "c":
+        return TypeError(
+            f"Expected a dtype the {backend} backend supports ({', '.join(d.name for d in table)}). "
+            f"Received: {dt.name}; complex dtypes need the 'complex' capability, which the "
+            f"{backend} backend lacks. Use {alternatives.get(dt, 'a backend that has it')} "
+            "instead, or another backend (md.set_backend('torch'))."
+        )
     return TypeError(
         f"Expected a dtype the {backend} backend supports ({', '.join(d.name for d in table)}). "
         f"Received: {dt.name}, which the framework does not have. Use "

@@ -56,7 +56,7 @@ __all__ = [
     "wrap",
 ]
 
-SCALARS = (int, float, bool)
+SCALARS = (int, float, bool, complex)
 #: operator kinds: arithmetic, true division (floating result), comparison, logical
 ARITH, DIV, CMP, LOGIC = 0, 1, 2, 3
 
@@ -104,14 +104,15 @@ def cast(x: Tensor, dt: _dt.DType) -> Tensor:
 
 
 def floating(x: Tensor) -> Tensor:
-    """``x``, or ``x`` in float32 where it is bool or integer."""
-    return x if x._dtype.kind == "f" else cast(x, _dt.float32)
+    """``x``, or ``x`` in float32 where it is bool or integer (complex stays complex)."""
+    return x if x._dtype.kind in "fc" else cast(x, _dt.float32)
 
 
 def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Tensor:
     """A Tensor from a Tensor, native tensor, NumPy array, scalar or nested list.
 
-    Zero-copy where possible. Python floats become float32 and ints int64, as in PyTorch.
+    Zero-copy where possible. Python floats become float32, complex numbers complex64 and
+    ints int64, as in PyTorch.
     """
     bk = registry.current()
     dt = None if dtype is None else _dt.as_dtype(dtype)
@@ -154,13 +155,13 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
             f"Expected a tensor, array, scalar or nested list of numbers. Received: "
             f"{type(obj).__name__} ({e})"
         ) from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise TypeError(
             "Expected a tensor, array, scalar or nested list of numbers. "
             f"Received: {type(obj).__name__} giving NumPy dtype {arr.dtype}"
         )
     if dt is None:
-        dt = {"b": _dt.bool, "f": _dt.float32}.get(arr.dtype.kind, _dt.int64)
+        dt = {"b": _dt.bool, "f": _dt.float32, "c": _dt.complex64}.get(arr.dtype.kind, _dt.int64)
     return from_host(bk, arr.astype(dt.numpy), dt, dev)
 
 
@@ -279,14 +280,14 @@ def operands(x: Tensor, y: Any, kind: int):
     a = x._native
     if type(y) in SCALARS:
         dt = _dt.scalar_result_type(xd, y)
-        if kind == DIV and dt.kind != "f":
+        if kind == DIV and dt.kind not in "fc":
             dt = _dt.float32
         if dt is not xd:
             a = on(bk, x._dev, bk.ops.astype, a, dt)
         b = (
             y
             if (dt.kind == "b" or type(y) is not bool)
-            else (float(y) if dt.kind == "f" else int(y))
+            else (float(y) if dt.kind in "fc" else int(y))
         )
         return a, b, dt
     if not isinstance(y, Tensor):
@@ -296,7 +297,7 @@ def operands(x: Tensor, y: Any, kind: int):
     yd = y._dtype
     b = y._native
     dt = xd if xd is yd else _dt.result_type(xd, yd)
-    if kind == DIV and dt.kind != "f":
+    if kind == DIV and dt.kind not in "fc":
         dt = _dt.float32
     if xd is not dt:
         a = on(bk, x._dev, bk.ops.astype, a, dt)
@@ -315,12 +316,12 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) is Tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
         dt = x._dtype  # fast path: same dtype, device and backend
         a, b = x._native, y._native
-        if kind == DIV and dt.kind != "f":
+        if kind == DIV and dt.kind not in "fc":
             a, b, dt = operands(x, y, kind)
     else:
         a, b, dt = operands(x, y, kind)
-    if kind == LOGIC and dt is not _dt.bool:
-        raise TypeError(f"Expected bool tensors for & and |. Received: {dt}")
+    if kind == LOGIC:
+        name, b = _logic(x, name, dt, b)
     fn = getattr(bk.ops, name)
     if bk.scoped_devices and dev in bk.scoped_devices:
         with bk.scope(dev):
@@ -412,13 +413,30 @@ COMPARISONS = {
 }
 
 
+def _logic(x: Tensor, name: str, dt: _dt.DType, other: Any) -> tuple[str, Any]:
+    """The op of ``&`` or ``|`` on x's backend for ``dt``: logical for bool, bitwise for
+    integers; a Python scalar operand becomes a 0-d tensor (not every framework's op takes
+    one)."""
+    if dt.kind not in "biu":
+        raise TypeError(f"Expected bool or integer tensors for & and |. Received: {dt}")
+    if type(other) in SCALARS:
+        other = x._bk.full((), other, dt, x._dev)
+    if dt.kind == "b":
+        return name, other
+    return ("bitwise_and" if name == "logical_and" else "bitwise_or"), other
+
+
 def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if type(y) not in SCALARS:
         return binop(coerce(x, y), x, name, kind)
     a, b, dt = operands(x, y, kind)
-    if kind == LOGIC and dt is not _dt.bool:
-        raise TypeError(f"Expected bool tensors for & and |. Received: {dt}")
     bk = x._bk
+    if kind == LOGIC:
+        name, b = _logic(x, name, dt, b)
+    elif type(b) in SCALARS:
+        # a 0-d tensor of the result dtype: a framework may type a leading Python scalar on
+        # its own (TensorFlow makes 0 an int32 whatever the other operand is)
+        b = bk.full((), b, dt, x._dev)
     out = on(bk, x._dev, getattr(bk.ops, name), b, a)
     return Tensor(out, bk, x._dev, _result_dtype(dt, kind))
 

@@ -8,6 +8,8 @@ __all__ = [
     "DType",
     "bfloat16",
     "bool",
+    "complex64",
+    "complex128",
     "float16",
     "float32",
     "float64",
@@ -33,7 +35,8 @@ class DType:
 
     def __init__(self, name: str, kind: str, itemsize: int, rank: int):
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "kind", kind)  # "b" bool, "u"/"i" integer, "f" floating
+        # "b" bool, "u"/"i" integer, "f" real floating, "c" complex floating
+        object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "itemsize", itemsize)
         object.__setattr__(self, "rank", rank)
 
@@ -53,6 +56,10 @@ class DType:
         return self.kind == "f"
 
     @property
+    def is_complex(self) -> _builtin_bool:
+        return self.kind == "c"
+
+    @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype with the same bits (``ml_dtypes.bfloat16`` for bfloat16)."""
         return to_numpy_dtype(self)
@@ -68,6 +75,8 @@ float16 = DType("float16", "f", 2, 5)
 bfloat16 = DType("bfloat16", "f", 2, 5)
 float32 = DType("float32", "f", 4, 6)
 float64 = DType("float64", "f", 8, 7)
+complex64 = DType("complex64", "c", 8, 8)
+complex128 = DType("complex128", "c", 16, 9)
 
 ALL: tuple[DType, ...] = (
     bool,
@@ -81,7 +90,12 @@ ALL: tuple[DType, ...] = (
     float32,
     float64,
 )
-_BY_NAME = {d.name: d for d in ALL}
+#: the complex dtypes: a capability ("complex") of the backends whose framework has them, so
+#: outside ``ALL`` (the dtypes every portable checkpoint and conformance table covers)
+COMPLEX: tuple[DType, ...] = (complex64, complex128)
+#: every multidev dtype
+EVERY: tuple[DType, ...] = ALL + COMPLEX
+_BY_NAME = {d.name: d for d in EVERY}
 
 _np_cache: dict[DType, np.dtype] = {}
 _from_np_cache: dict[np.dtype, DType] = {}
@@ -127,7 +141,7 @@ def from_numpy_dtype(npdt) -> DType:
         dt = bfloat16
     else:
         raise TypeError(
-            f"Expected one of multidev's dtypes ({', '.join(d.name for d in ALL)}). "
+            f"Expected one of multidev's dtypes ({', '.join(d.name for d in EVERY)}). "
             f"Received: NumPy dtype {npdt}. Cast it first, e.g. with .astype('float32')."
         )
     _from_np_cache[npdt] = dt
@@ -146,6 +160,8 @@ def as_dtype(obj) -> DType:
         return int64
     if obj is _builtin_bool:
         return bool
+    if obj is complex:
+        return complex64
     try:
         return from_numpy_dtype(obj)
     except TypeError:
@@ -156,9 +172,30 @@ def as_dtype(obj) -> DType:
         ) from None
 
 
+#: the real floating dtype of each complex one's parts, and back
+_REAL_PART = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128}
+
+
+def real_dtype(dt: DType) -> DType:
+    """The dtype of a complex dtype's real and imaginary parts (``dt`` itself if real)."""
+    return _REAL_PART.get(dt, dt)
+
+
+def complex_dtype(dt: DType) -> DType:
+    """The complex dtype holding a real dtype's values (complex64 below float64)."""
+    if dt.kind == "c":
+        return dt
+    return complex128 if dt is float64 else complex64
+
+
 def _promote(a: DType, b: DType) -> DType:
     if a is b:
         return a
+    if a.kind == "c" or b.kind == "c":
+        # the Array API's table: the complex dtype whose parts hold both operands' precision
+        parts = _promote(real_dtype(a), real_dtype(b))
+        return complex_dtype(parts if parts.kind == "f" else float32)
     if a.kind == "f" or b.kind == "f":
         if a.kind == "f" and b.kind == "f":
             if {a, b} == {float16, bfloat16}:
@@ -178,18 +215,20 @@ def _promote(a: DType, b: DType) -> DType:
     return {1: int16, 2: int32, 4: int64, 8: int64}[u.itemsize]
 
 
-_PROMOTE = {(a, b): _promote(a, b) for a in ALL for b in ALL}
+_PROMOTE = {(a, b): _promote(a, b) for a in EVERY for b in EVERY}
 
 
 def result_type(a: DType, b: DType) -> DType:
-    """PyTorch's ``promote_types``: bool < integers < floating point."""
+    """PyTorch's ``promote_types``: bool < integers < real floating < complex floating."""
     return _PROMOTE[a, b]
 
 
 def scalar_result_type(dt: DType, value) -> DType:
     """Dtype of ``tensor op python_scalar``: the scalar only lifts the category (as in PyTorch)."""
     t = type(value)
-    if t is float and dt.kind != "f":
+    if t is complex:
+        return complex_dtype(dt if dt.kind in "fc" else float32)
+    if t is float and dt.kind not in "fc":
         return float32
     if t is int and dt.kind == "b":
         return int64
@@ -202,4 +241,6 @@ def default_for(value) -> DType:
         return bool
     if isinstance(value, int):
         return int64
+    if isinstance(value, complex):
+        return complex64
     return float32

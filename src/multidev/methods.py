@@ -18,8 +18,10 @@ _IN_PLACE = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 
 
 def _invert(self: Tensor) -> Tensor:
+    if self._dtype.kind in "iu":
+        return dispatch.unop(self, "bitwise_invert")
     if self._dtype is not _dt.bool:
-        raise TypeError(f"Expected a bool tensor for ~. Received: {self._dtype}")
+        raise TypeError(f"Expected a bool or integer tensor for ~. Received: {self._dtype}")
     return dispatch.unop(self, "logical_not")
 
 
@@ -67,7 +69,7 @@ def install() -> None:
     methods: dict[str, Any] = {
         "__invert__": _invert,
         "__neg__": lambda self: dispatch.unop(self, "negative"),
-        "__abs__": lambda self: dispatch.unop(self, "abs"),
+        "__abs__": ops.abs,
         "__getitem__": dispatch.getitem,
         "__setitem__": dispatch.setitem,
         "to": dispatch.to,
@@ -80,7 +82,7 @@ def install() -> None:
         "mean": ops.mean,
         "max": ops.max,
         "argmax": ops.argmax,
-        "abs": lambda self: dispatch.unop(self, "abs"),
+        "abs": ops.abs,
         "exp": ops.exp,
         "backward": autograd.backward,
         "__deepcopy__": _deepcopy,

@@ -27,6 +27,8 @@ PROMOTIONS = {
     "int": "bool or integer operands of one dtype; the result has it",
     "index": "the result (or each result) is int64 indices",
     "layer": "floating operands of one dtype (int64 indices where named); the result has it",
+    "complex": "a complex operand (the 'complex' capability); real and imag give its parts' "
+    "real dtype, conj keeps it",
 }
 
 
@@ -70,6 +72,7 @@ _declare("(x1, x2)", "float", "atan2|arctan2 hypot copysign logaddexp")
 _declare("(x1, x2)", "int", "bitwise_and bitwise_or bitwise_xor")
 _declare("(x1, x2)", "int", "bitwise_left_shift|left_shift bitwise_right_shift|right_shift")
 _declare("(x)", "int", "bitwise_invert|invert|bitwise_not")
+_declare("(x)", "complex", "real imag conj")  # called only where the backend has "complex"
 _declare("(x1, x2)", "same", "matmul", False)
 _declare("(x1, x2)", "same", "getitem", False)  # (x, key): ints, slices, None, ..., tensors
 # reductions: axis None reduces every axis, () none

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from . import dtypes as _dt
-from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, wrap
+from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, unop, wrap
 from .tensors import Tensor
 
 __all__ = [
@@ -127,7 +127,11 @@ def negative(x) -> Tensor:
 
 
 def abs(x) -> Tensor:
-    return builtins.abs(as_tensor(x))
+    """Elementwise absolute value; the modulus (of the real dtype) for complex input."""
+    x = as_tensor(x)
+    if x._dtype.kind == "c":
+        return wrap(x, call(x, "abs", x._native), _dt.real_dtype(x._dtype))
+    return unop(x, "abs")
 
 
 def maximum(x, y) -> Tensor:
@@ -161,7 +165,15 @@ sqrt = _float_unary("sqrt")
 sin = _float_unary("sin")
 cos = _float_unary("cos")
 tanh = _float_unary("tanh")
-floor = _float_unary("floor")
+
+
+def floor(x) -> Tensor:
+    """Elementwise largest integer value not above x; integer input is returned unchanged
+    (a copy)."""
+    x = as_tensor(x)
+    if x._dtype.kind in "biu":
+        return astype(x, x._dtype)
+    return wrap(x, call(x, "floor", x._native), x._dtype)
 
 
 def square(x) -> Tensor:
@@ -169,10 +181,19 @@ def square(x) -> Tensor:
     return x * x
 
 
-def clip(x, min: float | None = None, max: float | None = None) -> Tensor:
+def clip(x, min: Any = None, max: Any = None) -> Tensor:
+    """``x`` limited to ``[min, max]`` (Python numbers, or tensors that broadcast against x);
+    the result keeps x's dtype."""
     x = as_tensor(x)
     if min is None and max is None:
         return x
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = binop(out, astype(as_tensor(min, x), x._dtype, copy=False), "maximum", ARITH)
+        if max is not None:
+            out = binop(out, astype(as_tensor(max, x), x._dtype, copy=False), "minimum", ARITH)
+        return out
     return wrap(x, call(x, "clip", x._native, min, max), x._dtype)
 
 
@@ -191,30 +212,41 @@ def where(condition, x, y) -> Tensor:
     return wrap(cond, call(cond, "where", cond._native, xn, yn), dt)
 
 
-def astype(x, dtype: Any, /, *, copy: bool = True) -> Tensor:
-    """``x`` converted to ``dtype`` (a new tensor unless ``copy=False`` and nothing changes)."""
+def astype(x, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
+    """``x`` converted to ``dtype`` (a new tensor unless ``copy=False`` and nothing changes),
+    on ``device`` where given."""
     x = as_tensor(x)
     dt = _dt.as_dtype(dtype)
-    if dt is x._dtype:
-        return to(x, x._dev, copy=True) if copy else x
-    return cast(x, dt)
+    if dt is not x._dtype:
+        x, copy = cast(x, dt), False
+    if device is not None:
+        return to(x, device, copy=copy)
+    return to(x, x._dev, copy=True) if copy else x
 
 
 # ---------------------------------------------------------------- reductions
 
 
-def sum(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch."""
-    x = as_tensor(x)
-    if x._dtype.kind != "f" and x._dtype is not _dt.int64:
-        x = astype(x, _dt.int64)
+def _accumulator(x: Tensor, dtype: Any) -> Tensor:
+    """``x`` in the dtype a sum or product accumulates in: ``dtype`` where given, else int64
+    for bool and integer input (as in PyTorch), else x's own."""
+    if dtype is not None:
+        return astype(x, dtype, copy=False)
+    if x._dtype.kind in "biu" and x._dtype is not _dt.int64:
+        return astype(x, _dt.int64)
+    return x
+
+
+def sum(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch, unless
+    ``dtype`` names the accumulator."""
+    x = _accumulator(as_tensor(x), dtype)
     return wrap(x, call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
-def prod(x, axis=None, keepdims: bool = False) -> Tensor:
-    x = as_tensor(x)
-    if x._dtype.kind != "f" and x._dtype is not _dt.int64:
-        x = astype(x, _dt.int64)
+def prod(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product over ``axis``; accumulates like ``sum``."""
+    x = _accumulator(as_tensor(x), dtype)
     return wrap(x, call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
@@ -259,8 +291,11 @@ def argmin(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
 # ---------------------------------------------------------------- shapes
 
 
-def reshape(x, shape: Any, /) -> Tensor:
+def reshape(x, /, shape: Any, *, copy: bool | None = None) -> Tensor:
+    """``x`` with ``shape`` (one entry may be -1); ``copy=True`` always gives a new tensor."""
     x = as_tensor(x)
+    if copy:
+        x = astype(x, x._dtype)
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
     size = x.size
     known = 1
@@ -316,7 +351,10 @@ def _same_all(xs: Sequence[Any]) -> tuple[list[Tensor], _dt.DType]:
     return ts, dt
 
 
-def concat(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Tensor:
+    """The tensors joined along ``axis`` (flattened first where ``axis`` is None)."""
+    if axis is None:
+        return concat([reshape(as_tensor(t), (-1,)) for t in arrays], axis=0)
     ts, dt = _same_all(arrays)
     natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
     return wrap(ts[0], call(ts[0], "concat", natives, _axis(ts[0], axis)), dt)
@@ -330,7 +368,14 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
 
 
 def expand_dims(x, axis: int = 0) -> Tensor:
+    """``x`` with a new axis of size 1 at ``axis`` (in ``[-ndim - 1, ndim]``; IndexError
+    outside it, as the standard says)."""
     x = as_tensor(x)
+    if not -x.ndim - 1 <= axis <= x.ndim:
+        raise IndexError(
+            f"Expected an axis in [{-x.ndim - 1}, {x.ndim}] for a {x.ndim}-d tensor. "
+            f"Received: {axis}"
+        )
     ax = axis % (x.ndim + 1)
     shape = x.shape
     return reshape(x, (*shape[:ax], 1, *shape[ax:]))

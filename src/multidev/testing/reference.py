@@ -31,7 +31,7 @@ def _by_name(text: str) -> dict[str, tuple[str, ...]]:
 NAMESPACE_KEYS = _by_name(
     "add subtract multiply divide maximum matmul exp log log1p sqrt abs tanh sigmoid relu "
     "softmax log_softmax argmax reshape permute_dims|permute|transpose "
-    "concat|cat|concatenate stack where clip|clamp"
+    "concat|cat|concatenate stack where clip|clamp real imag conj"
 )
 
 #: reductions ``(x, axis, keepdims)`` (axis None: every axis, (): none), by the same rule
