@@ -395,6 +395,25 @@ def fuzz(session: nox.Session) -> None:
         )
 
 
+@nox.session(venv_backend="none")
+def mutation(session: nox.Session) -> None:
+    """Mutation check (tools/mutation_check.py) on the named backends (``nox -s mutation --
+    numpy torch``, the default): each op of the adapter scaled by 1.001, then made NaN, must make
+    a conformance test fail. Slow (one rerun per op and mutation); not in the default run; uses
+    the tests-<backend> environments."""
+    out = SHARED / "mutation"
+    out.mkdir(parents=True, exist_ok=True)
+    for b in session.posargs or ("numpy", "torch"):
+        session.run(
+            str(_venv_python(b)),
+            str(ROOT / "tools" / "mutation_check.py"),
+            "--out",
+            str(out / f"{b}.json"),
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
+
+
 @nox.session(name="jit_inductor")
 def jit_inductor(session: nox.Session) -> None:
     """The jit section and the export tests on torch with the full inductor compiler (C++

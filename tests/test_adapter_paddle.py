@@ -512,15 +512,6 @@ def _operand(dt: md.DType, shape: tuple[int, ...], seed: int, nonzero: bool = Fa
     return (np.abs(a) + 0.5 if nonzero else a).astype(dt.numpy)
 
 
-#: where paddle does not refuse as the NumPy reference does (found once the reference's
-#: refusals stopped being skipped); reported for a fix in the core, listed so a new one fails
-_KNOWN_DIVERGENCES = {
-    ("sum_axis0", ()): "axis 0 of a 0-d tensor: NumPy raises AxisError, paddle sums",
-    ("getitem", ()): "x[..., None, ::-1] of a 0-d tensor: NumPy IndexError, paddle ValueError",
-    ("softmax", (0,)): "softmax over an empty axis: NumPy refuses, paddle gives an empty result",
-}
-
-
 @pytest.mark.parametrize("dt", list(PADDLE_DTYPES), ids=lambda d: d.name)
 def test_every_op_matches_numpy_for_every_dtype_and_odd_shape(dt):
     """0-d and zero-size tensors, and dtypes Paddle has no CPU kernel for, give NumPy's
@@ -541,8 +532,6 @@ def test_every_op_matches_numpy_for_every_dtype_and_odd_shape(dt):
                     warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's mean of nothing
                     want = fn(*[md.asarray(x) for x in arrays])
             except Exception as refusal:
-                if (name, shape) in _KNOWN_DIVERGENCES:
-                    continue
                 try:
                     fn(*[md.asarray(x) for x in arrays])
                 except type(refusal):

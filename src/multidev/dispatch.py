@@ -210,7 +210,12 @@ def to_backend(self: Tensor, name: str) -> Tensor:
 
 def getitem(self: Tensor, key: Any) -> Tensor:
     bk = self._bk
-    native = on(bk, self._dev, bk.ops.getitem, self._native, native_key(self, key))
+    nkey = native_key(self, key)
+    try:
+        native = on(bk, self._dev, bk.ops.getitem, self._native, nkey)
+    except Exception:
+        check_index_count(self, key)
+        raise
     return Tensor(native, bk, self._dev, self._dtype)
 
 
@@ -226,7 +231,12 @@ def setitem(self: Tensor, key: Any, value: Any) -> None:
     else:
         v = coerce(self, value)._native
         v = on(bk, self._dev, bk.ops.astype, v, self._dtype)
-    self._native = bk.setitem(self._native, native_key(self, key), v)
+    nkey = native_key(self, key)
+    try:
+        self._native = bk.setitem(self._native, nkey, v)
+    except Exception:
+        check_index_count(self, key)
+        raise
 
 
 def on(bk, dev, fn, *args):
@@ -423,6 +433,26 @@ def native_key(x: Tensor, key: Any) -> Any:
     if type(key) is tuple:
         return tuple(_native_key_item(x, k) for k in key)
     return _native_key_item(x, key)
+
+
+def check_index_count(x: Tensor, key: Any) -> None:
+    """Raise IndexError if ``key`` indexes more dimensions than ``x`` has (NumPy's rule: None
+    and ``...`` index none, a bool mask as many as it has, any other item one). Called only
+    after the framework refused a key, so that every backend refuses this one alike."""
+    key = key if type(key) is tuple else (key,)
+    used = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        mask = (isinstance(k, Tensor) and k._dtype is _dt.bool) or (
+            isinstance(k, np.ndarray) and k.dtype == np.bool_
+        )
+        used += k.ndim if mask else 1
+    if used > len(x.shape):
+        raise IndexError(
+            f"Expected at most {len(x.shape)} indices for a {len(x.shape)}-d tensor. "
+            f"Received: {used} in {key!r}. Index with fewer items, or add axes with None."
+        )
 
 
 def _native_key_item(x: Tensor, k: Any) -> Any:

@@ -60,22 +60,31 @@ def _axes(x: Tensor, axis: None) -> None: ...
 @overload
 def _axes(x: Tensor, axis: int | Sequence[int]) -> tuple[int, ...]: ...
 def _axes(x: Tensor, axis: Any) -> tuple[int, ...] | None:
+    """``axis`` (None, an int or a sequence) as non-negative axes in ``[-ndim, ndim)``, as the
+    Array API has it: a 0-d tensor has no axis to reduce, squeeze or flip (use ``axis=None``)."""
     if axis is None:
         return None
     ndim = x.ndim
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = []
     for a in axes:
-        if not -builtins.max(ndim, 1) <= a < builtins.max(ndim, 1):
+        if not -ndim <= a < ndim:
             raise ValueError(
                 f"Expected an axis in [-{ndim}, {ndim}). Received: {a} for shape {x.shape}"
+                + ("; a 0-d tensor takes axis=None" if ndim == 0 else "")
             )
-        out.append(a % builtins.max(ndim, 1))
+        out.append(a % ndim)
     return tuple(out)
 
 
 def _axis(x: Tensor, axis: int) -> int:
-    return _axes(x, axis)[0]
+    """One dimension, as PyTorch indexes them: a 0-d tensor has the one dimension 0 (or -1)."""
+    ndim = builtins.max(x.ndim, 1)
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"Expected an axis in [-{ndim}, {ndim}). Received: {axis} for shape {x.shape}"
+        )
+    return axis % ndim
 
 
 # ---------------------------------------------------------------- elementwise

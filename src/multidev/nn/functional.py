@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes as _dt
+from .. import ops as _ops
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import check_same as _check_same
@@ -57,15 +58,27 @@ def tanh(x) -> Tensor:
     return _wrap(x, _call(x, "tanh", x._native), x._dtype)
 
 
-def softmax(x, dim: int = -1) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
+def _normalize(name: str, x: Any, dim: int) -> Tensor:
+    """``name`` (softmax or log_softmax) of ``x`` along ``dim``; over an empty axis the result is
+    empty (of ``x``'s shape) on every backend, without calling a kernel that would reduce nothing."""
     x = _floating(_tensor(x))
-    return _wrap(x, _call(x, "softmax", x._native, dim % max(x.ndim, 1)), x._dtype)
+    shape = x.shape
+    d = _ops._axis(x, dim)
+    if shape and not shape[d]:
+        return x * 0
+    return _wrap(x, _call(x, name, x._native, d), x._dtype)
+
+
+def softmax(x, dim: int = -1) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably; ``dim`` in ``[-ndim, ndim)`` (a 0-d
+    tensor takes 0 or -1); an empty axis gives an empty result. Raises ValueError for another
+    ``dim``."""
+    return _normalize("softmax", x, dim)
 
 
 def log_softmax(x, dim: int = -1) -> Tensor:
-    x = _floating(_tensor(x))
-    return _wrap(x, _call(x, "log_softmax", x._native, dim % max(x.ndim, 1)), x._dtype)
+    """log(softmax(x)) along ``dim``, computed stably; ``dim`` as in ``softmax``."""
+    return _normalize("log_softmax", x, dim)
 
 
 # ---------------------------------------------------------------- linear

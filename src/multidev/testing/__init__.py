@@ -26,6 +26,8 @@ SECTIONS = (
     "placement",
     "tensor",
     "ops",
+    "edges",
+    "numpy_parity",
     "array_api",
     "linalg",
     "fft",

@@ -1,8 +1,9 @@
 """A structured fuzzer for ``md.load``: every case must end in success or ``md.CheckpointError``,
 within a time limit and a memory limit, checked in a worker subprocess.
 
-python -m multidev.testing.fuzz run [--cases 5000] [--seed 0] [--time-limit 5] [--memory-mb 200]
-    runs the cases on the active backend (``MULTIDEV_BACKEND``) in a worker process, which
+python -m multidev.testing.fuzz run [--cases 5000] [--seed 0] [--first 0] [--time-limit 5]
+        [--memory-mb 200]
+    runs the cases (``--first I --cases 1`` reruns case I alone) on the active backend (``MULTIDEV_BACKEND``) in a worker process, which
     reports each case's outcome, time (the worker's CPU seconds, so that a busy machine
     does not count against a case; its wall-clock time is reported beside) and peak memory (tracemalloc's peak, and how far the
     worker's peak resident set rose above its resident set before the case); a case that hangs is killed and counted. Exits non-zero on any
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import selectors
@@ -196,9 +198,16 @@ def _mutate_header(header: OrderedDict, data: bytes, rng: np.random.Generator) -
         header[names[int(rng.integers(len(names)))]]["shape"] = _odd_shape(rng)
     elif kind == 1 and names:  # offsets
         e = header[names[int(rng.integers(len(names)))]]
-        b, end = (
-            e.get("data_offsets", [0, 0])[:2] if len(e.get("data_offsets", [])) >= 2 else (0, 0)
-        )
+        offsets = e.get("data_offsets")
+        # an earlier mutation of the same case may have left anything here (a string, floats)
+        if (
+            isinstance(offsets, list)
+            and len(offsets) >= 2
+            and all(type(v) is int for v in offsets[:2])
+        ):
+            b, end = offsets[:2]
+        else:
+            b, end = 0, 0
         e["data_offsets"] = [
             [end, b],
             [b + int(rng.integers(-9, 9)), end],
@@ -394,30 +403,49 @@ def _worker(seed: int, start: int, count: int) -> None:
 # ------------------------------------------------------------------------------ runner
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user and system) that process ``pid`` has used; None without ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(
     cases: int,
     seed: int = 0,
     time_limit: float = 5.0,
     memory_limit: int = 200 << 20,
     start_timeout: float = 300.0,
+    first: int = 0,
 ) -> list[Result]:
-    """Run ``cases`` cases in worker subprocesses of the active backend; a case that runs past
-    ``max(60, 10 * time_limit)`` seconds is killed (outcome ``"hang"``) and the worker restarted
-    after it. Returns one result per case; ``summarize`` judges them against the limits."""
+    """Run ``cases`` cases (indices ``first`` to ``first + cases - 1``) in worker subprocesses of
+    the active backend; a case that uses ``max(60, 10 * time_limit)`` CPU seconds (or, where the
+    worker's CPU time cannot be read, wall-clock seconds), or sits 5 times that long on the
+    wall clock, is killed (outcome ``"hang"``) and the worker restarted after it: on a busy
+    machine a worker waiting for a CPU is not taken for a hung one. Returns one result per
+    case; ``summarize`` judges them against the limits."""
     results: list[Result] = []
-    index = 0
+    index, end = first, first + cases
     hard = max(60.0, 10 * time_limit)
-    while index < cases:
+    while index < end:
         cmd = [sys.executable, "-m", "multidev.testing.fuzz", "worker", "--seed", str(seed),
-               "--start", str(index), "--count", str(cases - index)]  # fmt: skip
+               "--start", str(index), "--count", str(end - index)]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         started = index
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + start_timeout
-        while index < cases:
+        waited_since, cpu_mark = time.monotonic(), 0.0
+        while index < end:
             if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                cpu = _cpu_seconds(proc.pid)
+                now = time.monotonic()
+                if cpu is not None and cpu - cpu_mark < hard and now - waited_since < 5 * hard:
+                    deadline = now + hard  # starved of CPU by other work, not hung
+                    continue
                 proc.kill()
                 results.append({"index": index, "outcome": "hang", "seconds": hard, "peak": 0,
                                 "rss": 0})  # fmt: skip
@@ -436,7 +464,9 @@ def run(
             result = json.loads(line)
             results.append(result)
             index = result["index"] + 1
-            deadline = time.monotonic() + hard
+            waited_since = time.monotonic()
+            deadline = waited_since + hard
+            cpu_mark = _cpu_seconds(proc.pid) or 0.0
         sel.close()
         if proc.poll() is None:
             proc.kill()
@@ -481,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", help="run the cases on the active backend and judge them")
     p.add_argument("--cases", type=int, default=5000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--first", type=int, default=0, help="index of the first case (to rerun some)")
     p.add_argument("--time-limit", type=float, default=5.0, help="seconds per case")
     p.add_argument("--memory-mb", type=int, default=200, help="peak MiB per case")
     p.add_argument("--out", help="write the summary as JSON to this file")
@@ -504,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     from multidev import registry
 
     t0 = time.monotonic()
-    results = run(args.cases, args.seed, args.time_limit, args.memory_mb << 20)
+    results = run(args.cases, args.seed, args.time_limit, args.memory_mb << 20, first=args.first)
     summary = summarize(results, args.time_limit, args.memory_mb << 20)
     summary["backend"] = registry.get_backend()
     summary["seed"] = args.seed

@@ -1,0 +1,122 @@
+"""Section "edges": 0-d and zero-size tensors, where frameworks disagree with each other (PyTorch
+and Paddle sum a 0-d tensor over axis 0, Paddle refuses too many indices with ValueError, NumPy
+refuses a softmax over an empty axis). multidev gives the NumPy reference backend's answer on
+every backend: the same values, or a refusal of the same type with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev.nn import functional as F
+
+
+def _scalar(dt: str) -> np.ndarray:
+    return np.asarray(1.5 if dt == "float32" else 3, dtype=dt)
+
+
+def _array(dt: str, shape: tuple[int, ...]) -> np.ndarray:
+    return (np.arange(int(np.prod(shape))) % 5 - 2).reshape(shape).astype(dt)
+
+
+def _reduce(f: Callable[..., Any], axis: Any) -> Callable[[Any], Any]:
+    return lambda x: f(x, axis=axis)
+
+
+#: name -> (call on an md tensor, the tensor's shape)
+CASES: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
+    **{
+        f"{name}_{ax}_of_0d": (_reduce(f, ax), ())
+        for name, f in [("sum", md.sum), ("prod", md.prod), ("mean", md.mean), ("max", md.max)]
+        for ax in (0, -1, (0,))
+    },
+    "sum_keepdims_axis0_of_0d": (lambda x: md.sum(x, axis=0, keepdims=True), ()),
+    "sum_empty_axes_of_0d": (lambda x: md.sum(x, axis=()), ()),
+    "sum_all_of_0d": (lambda x: md.sum(x), ()),
+    "method_sum_dim0_of_0d": (lambda x: x.sum(dim=0), ()),
+    "squeeze_axis0_of_0d": (lambda x: md.squeeze(x, axis=0), ()),
+    "getitem_ellipsis_none_reversed_of_0d": (lambda x: x[..., None, ::-1], ()),
+    "getitem_int_of_0d": (lambda x: x[0], ()),
+    "getitem_slice_of_0d": (lambda x: x[:], ()),
+    "getitem_list_of_0d": (lambda x: x[[0]], ()),
+    "getitem_none_of_0d": (lambda x: x[None], ()),
+    "getitem_ellipsis_of_0d": (lambda x: x[...], ()),
+    "getitem_mask_of_0d": (lambda x: x[x == x], ()),
+    "getitem_three_of_2d": (lambda x: x[0, 0, 0], (2, 3)),
+    "getitem_ellipsis_three_of_2d": (lambda x: x[..., 0, 0, 0], (2, 3)),
+    "getitem_slices_and_none_of_1d": (lambda x: x[None, 0, None, ::-1], (3,)),
+    "getitem_none_padded_of_1d": (lambda x: x[None, ::-1, None], (3,)),
+    "softmax_empty_axis": (lambda x: F.softmax(x, -1), (0,)),
+    "softmax_empty_last_axis": (lambda x: F.softmax(x, -1), (2, 0)),
+    "softmax_nonempty_axis_of_empty": (lambda x: F.softmax(x, -1), (0, 2)),
+    "log_softmax_empty_axis": (lambda x: F.log_softmax(x, 0), (0,)),
+    "softmax_of_0d": (lambda x: F.softmax(x, -1), ()),
+    "softmax_axis_out_of_range": (lambda x: F.softmax(x, 2), (2, 3)),
+}
+
+
+def _setitem_too_many(x):
+    x[0, 0] = 1
+    return x
+
+
+CASES["setitem_two_of_1d"] = (_setitem_too_many, (3,))
+
+
+def _run(fn, a: np.ndarray):
+    """The result as a NumPy array, or the exception raised."""
+    try:
+        out = fn(md.asarray(a.copy()))
+    except Exception as e:
+        return e
+    return out
+
+
+PARAMS = [
+    (n, dt) for n in CASES for dt in ("float32", "int64") if dt == "float32" or "softmax" not in n
+]
+
+
+@pytest.mark.parametrize("name, dt", PARAMS)
+def test_matches_numpy_reference_backend(name, dt):
+    fn, shape = CASES[name]
+    a = _scalar(dt) if shape == () else _array(dt, shape)
+    got = _run(fn, a)
+    with md.use_backend("numpy"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = _run(fn, a)
+    if isinstance(want, Exception):
+        assert isinstance(got, type(want)), f"Expected {type(want).__name__}. Received: {got!r}"
+        assert "Expected" in str(got) and "Received" in str(got), str(got)
+        return
+    assert not isinstance(got, Exception), f"Expected {want!r}. Received: {got!r}"
+    assert got.dtype is want.dtype
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_reduction_over_an_axis_of_a_0d_tensor_is_refused():
+    x = md.asarray(np.float32(1.5))
+    with pytest.raises(ValueError, match=r"axis=None"):
+        md.sum(x, axis=0)
+    assert float(md.sum(x, axis=None)) == 1.5
+
+
+def test_too_many_indices_is_an_index_error():
+    with pytest.raises(IndexError, match=r"Expected at most 0 indices.*Received: 1"):
+        md.asarray(np.float32(1.5))[..., None, ::-1]
+    with pytest.raises(IndexError, match=r"Expected at most 2 indices.*Received: 3"):
+        md.zeros((2, 3))[:, ::-1, None, 0]
+
+
+def test_softmax_over_an_empty_axis_is_empty_and_keeps_the_dtype():
+    for shape, dim in [((0,), 0), ((3, 0), -1), ((0, 2), 0)]:
+        for fn in (F.softmax, F.log_softmax):
+            y = fn(md.zeros(shape, dtype=md.float64), dim)
+            assert y.shape == shape and y.dtype is md.float64
