@@ -486,8 +486,9 @@ def torch_checkpoints(session: nox.Session) -> None:
 @nox.session(name="cnn-training")
 def cnn_training(session: nox.Session) -> None:
     """The modern-CNN examples (LeNet … ResNet-18, DenseNet) give the same per-step losses on
-    every autograd backend, and ResNet-18's loss falls over 20 steps. Not in the default set:
-    several minutes per backend on two CPU cores."""
+    every autograd backend in float64, and ResNet-18's loss falls over 20 steps in float64 and
+    in float32 (``multidev.testing.cnn_compare``). Not in the default set: several minutes per
+    backend on two CPU cores."""
     directory = SHARED / "cnn-training"
     env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
     for b in AUTOGRAD:

@@ -2,9 +2,10 @@
 block, ResNet-18 (small inputs) and a DenseNet block, each trained a few SGD steps on
 synthetic data with one seed: a fresh batch every step, each image its class's fixed pattern
 plus noise, so the loss can only fall by learning the classes (not by memorising one batch).
-The same code runs on every backend with autograd; the
-``cnn-training`` nox session checks that the per-step losses agree across backends and that
-ResNet-18's loss after 20 steps is below its loss at step 0.
+The same code runs on every backend with autograd, in float32 or (``train(..., dtype=)``)
+float64; the ``cnn-training`` nox session checks that the float64 per-step losses agree across
+backends and that ResNet-18's loss after 20 steps is below its loss at step 0 in both dtypes
+(``multidev.testing.cnn_compare`` says why the agreement is checked in float64).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 import multidev as md
 from multidev import nn
+from multidev.dtypes import as_dtype
 from multidev.nn import functional as F
 
 __all__ = ["MODELS", "NOISE", "batches", "main", "train", "train_all"]
@@ -189,31 +191,37 @@ MODELS: dict[str, tuple[Callable[[], nn.Block], int, int, int, float]] = {
 NOISE = 1.0
 
 
-def batches(side: int, batch: int, steps: int, seed: int = 0) -> list[tuple[Any, Any]]:
-    """``steps`` seeded batches ``(X, y)``: ``X`` (batch, 1, side, side) float32 is the pattern
-    of class ``y`` (one N(0, 1) image per class, fixed by ``seed``) plus N(0, ``NOISE``)
-    noise, ``y`` (batch,) int64 in [0, 10). Drawn on the host with NumPy, so every backend
-    sees the same data."""
+def batches(
+    side: int, batch: int, steps: int, seed: int = 0, dtype: Any = md.float32
+) -> list[tuple[Any, Any]]:
+    """``steps`` seeded batches ``(X, y)``: ``X`` (batch, 1, side, side) of the floating-point
+    ``dtype`` is the pattern of class ``y`` (one N(0, 1) image per class, fixed by ``seed``)
+    plus N(0, ``NOISE``) noise, ``y`` (batch,) int64 in [0, 10). Drawn on the host with NumPy,
+    so every backend sees the same data."""
+    np_dtype = as_dtype(dtype).numpy
     rng = np.random.default_rng(seed)
-    patterns = rng.standard_normal((10, 1, side, side)).astype(np.float32)
+    patterns = rng.standard_normal((10, 1, side, side)).astype(np_dtype)
     out = []
     for _ in range(steps):
         y = rng.integers(0, 10, size=batch)
-        noise = rng.standard_normal((batch, 1, side, side)).astype(np.float32)
-        out.append((md.asarray(patterns[y] + np.float32(NOISE) * noise), md.asarray(y)))
+        noise = rng.standard_normal((batch, 1, side, side)).astype(np_dtype)
+        out.append((md.asarray(patterns[y] + np_dtype.type(NOISE) * noise), md.asarray(y)))
     return out
 
 
-def train(name: str, seed: int = 0, log: Callable[[str], None] = print) -> list[float]:
-    """Train model ``name`` with SGD on a fresh synthetic batch each step (``batches``); the
-    loss at each step (on that step's batch, before the step's update)."""
+def train(
+    name: str, seed: int = 0, log: Callable[[str], None] = print, dtype: Any = md.float32
+) -> list[float]:
+    """Train model ``name`` with SGD on a fresh synthetic batch each step (``batches``), its
+    parameters, buffers and batches in the floating-point ``dtype``; the loss at each step (on
+    that step's batch, before the step's update)."""
     build, side, batch, steps, lr = MODELS[name]
     md.manual_seed(seed)
-    net = build()
+    net = build().to(dtype)
     opt = md.optim.SGD(net.parameters(), lr=lr)
     losses = []
     net.train()
-    for step, (X, y) in enumerate(batches(side, batch, steps, seed)):
+    for step, (X, y) in enumerate(batches(side, batch, steps, seed, dtype)):
         with md.autograd.record():
             loss = F.cross_entropy(net(X), y)
         loss.backward()
@@ -224,8 +232,10 @@ def train(name: str, seed: int = 0, log: Callable[[str], None] = print) -> list[
     return losses
 
 
-def train_all(seed: int = 0, log: Callable[[str], None] = print) -> dict[str, list[float]]:
-    return {name: train(name, seed, log) for name in MODELS}
+def train_all(
+    seed: int = 0, log: Callable[[str], None] = print, dtype: Any = md.float32
+) -> dict[str, list[float]]:
+    return {name: train(name, seed, log, dtype) for name in MODELS}
 
 
 def main(seed: int = 0) -> int:

@@ -357,21 +357,50 @@ class Block:
         """Set evaluation mode: ``train(False)``."""
         return self.train(False)
 
-    def to(self: _B, device: Any) -> _B:
-        """Move every parameter and buffer to ``device``. Parameters keep their identity;
-        their storage moves. Returns the block itself."""
-        dev = as_device(device)
+    def to(self: _B, device: Any = None, dtype: Any = None) -> _B:
+        """Move every parameter and buffer to ``device`` and/or cast the floating-point ones to
+        the floating-point ``dtype`` (``net.to(md.float64)`` passes a dtype as the first
+        argument). Parameters keep their identity; their storage moves (a cast drops their
+        gradients). Integer buffers (``num_batches_tracked``) keep their dtype. Returns the
+        block itself. Raises TypeError for a dtype that is not floating-point."""
+        if isinstance(device, _dt.DType) and dtype is None:
+            device, dtype = None, device
+        if dtype is not None:
+            dtype = _dt.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(
+                    f"Expected a floating-point dtype for Block.to. Received: {dtype}. Cast "
+                    "integer tensors one by one with x.astype(dtype)."
+                )
         params = list(self.parameters())
+        dev = None if device is None else as_device(device)
+        if dev is not None:
+            for p in params:
+                check_available(p._bk, dev)
         for p in params:
-            check_available(p._bk, dev)
-        for p in params:
-            p._move(dev)
+            if dev is not None:
+                p._move(dev)
+            if dtype is not None and p._dtype.is_floating_point:
+                p._cast(dtype)
         for module in self.modules():
             bufs = module._buffers
             for name, buf in bufs.items():
-                if buf is not None:
-                    bufs[name] = buf.to(dev)
+                if buf is None:
+                    continue
+                if dev is not None:
+                    buf = buf.to(dev)
+                if dtype is not None and buf.dtype.is_floating_point:
+                    buf = buf.astype(dtype)
+                bufs[name] = buf
         return self
+
+    def double(self: _B) -> _B:
+        """Cast the floating-point parameters and buffers to float64: ``to(md.float64)``."""
+        return self.to(dtype=_dt.float64)
+
+    def float(self: _B) -> _B:
+        """Cast the floating-point parameters and buffers to float32: ``to(md.float32)``."""
+        return self.to(dtype=_dt.float32)
 
     def state_dict(self, *, prefix: str = "", keep_vars: bool = False) -> OrderedDict[str, Any]:
         """Every parameter and persistent buffer by name (ordered as ``named_parameters``).

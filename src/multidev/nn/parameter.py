@@ -165,6 +165,18 @@ class Parameter(Tensor):
         self._dev = dev
         self._set_variable(_on(bk, dev, bk.make_variable, native))
 
+    def _cast(self, dtype: Any) -> None:
+        """Store the values as ``dtype`` (a new variable); the Parameter keeps its identity and
+        loses its gradient (it belonged to the old variable)."""
+        dtype = _dt.as_dtype(dtype)
+        if dtype is self._dtype:
+            return
+        bk, dev = self._bk, self._dev
+        native = _on(bk, dev, bk.ops.astype, self._native, dtype)
+        self._dtype = dtype
+        self._grad = None
+        self._set_variable(_on(bk, dev, bk.make_variable, native))
+
 
 class _Gradient(Tensor):
     """``p.grad`` on a backend with autograd: a write into it (``g[...] = 0``, ``g += 1``)
@@ -225,6 +237,9 @@ class UninitializedParameter(Parameter):
         dev = as_device(dev)
         check_available(self._bk, dev)
         self._dev = dev
+
+    def _cast(self, dtype: Any) -> None:
+        self._dtype = _dt.as_dtype(dtype)
 
     def _defer(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         """Record an initialiser to run when the parameter gets its shape."""
