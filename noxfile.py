@@ -540,9 +540,8 @@ def array_api(session: nox.Session, backend: str) -> None:
         "-p",
         "no:cacheprovider",
         "-q",
-        "--disable-extension",
-        "linalg",
-        "fft",
+        # MXNet 1.9.1 has no FFT kernels, so md.fft does not exist there; linalg runs everywhere
+        *(["--disable-extension", "fft"] if backend == "mxnet" else []),
         f"--xfails-file={ROOT / 'array-api-xfails' / (backend + '.txt')}",
         "--hypothesis-max-examples=20",
         # no wall-clock deadline per example: on a loaded machine it fails tests at random
