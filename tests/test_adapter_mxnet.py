@@ -418,7 +418,10 @@ def test_native_reference_ops():
 
     from multidev.testing import REFERENCE_KEYS
 
-    assert set(OPS) == set(REFERENCE_KEYS)
+    assert set(REFERENCE_KEYS) <= set(OPS)
+    # the complex keys are taken by name where the namespace has them: mx.np.real exists (for
+    # real input) although MXNet has no complex dtypes
+    assert set(OPS) - set(REFERENCE_KEYS) <= {"real", "imag", "conj"}
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     w = np.ones((4, 3), dtype=np.float32)
     np.testing.assert_allclose(OPS["linear"](x, w, None), x @ w.T)

@@ -123,19 +123,33 @@ def _tensor_operands(fn):
     return op
 
 
+_ZERO_DIVISOR = (
+    "Expected non-zero divisors for integer // and %. Received: a zero divisor. "
+    "Divide in floating point (x / y) or mask the zeros first."
+)
+
+
 def _integer_division(fn):
-    """Paddle reports an integer division by zero as an InvalidArgument error."""
+    """Paddle reports an integer division by zero as an InvalidArgument error, except where it
+    broadcasts a 0-d dividend: that kernel dies of SIGFPE, so a 0-d integer dividend has its
+    divisors checked first."""
 
     def op(a, b):
+        if (
+            isinstance(a, _Tensor)
+            and a.ndim == 0
+            and isinstance(b, _Tensor)
+            and b.ndim > 0
+            and not (b.is_floating_point() or b.is_complex())
+            and bool((b == 0).any())
+        ):
+            raise ZeroDivisionError(_ZERO_DIVISOR)
         try:
             return fn(a, b)
         except Exception as e:
             if "division by zero" not in str(e):
                 raise
-            raise ZeroDivisionError(
-                "Expected non-zero divisors for integer // and %. Received: a zero divisor. "
-                "Divide in floating point (x / y) or mask the zeros first."
-            ) from None
+            raise ZeroDivisionError(_ZERO_DIVISOR) from None
 
     return op
 
@@ -251,11 +265,13 @@ OPS = op_table(
     divide=_wide(operator.truediv, "divide"),
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
-        _integer_division(_tensor_operands(operator.floordiv)),
+        _tensor_operands(_integer_division(operator.floordiv)),
         "floor_divide",
         wider=_NUMERIC_WIDER,
     ),
-    remainder=_wide(_integer_division(operator.mod), "remainder", wider=_NUMERIC_WIDER),
+    remainder=_wide(
+        _tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER
+    ),
     pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
     matmul=_wide(paddle.matmul, "matmul"),
     maximum=_wide(_maximum, "maximum"),
