@@ -65,7 +65,9 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
     widened: dict = {}  # md dtype -> {place: Paddle dtype to compute in}
 
     def first_tensor(args):
-        return args[0] if isinstance(args[0], _Tensor) else args[1]
+        """The first eager tensor among the operands (None under paddle.jit.to_static, whose
+        operands are static values, and whose kernels are chosen when the program runs)."""
+        return next((a for a in args[:2] if isinstance(a, _Tensor)), None)
 
     def widen(args, dt, w):
         n = len(args) if cast is None else cast
@@ -77,8 +79,8 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
         return out.astype(NATIVE[dt]) if back and md_dtype(out.dtype) is not dt else out
 
     def op(*args):
-        if widened:  # some dtype needed widening: look this one up before calling
-            t = first_tensor(args)
+        if widened and (t := first_tensor(args)) is not None:
+            # some dtype needed widening: look this one up before calling
             dt = md_dtype(t.dtype)
             w = widened.get(dt, {}).get(t.place)
             if w is not None:
@@ -89,6 +91,8 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
             if "The kernel with key" not in str(e):
                 raise
             t = first_tensor(args)
+            if t is None:
+                raise
             dt = md_dtype(t.dtype)
             w = wider.get(dt)
             if w is None:
