@@ -39,6 +39,7 @@ __all__ = [
     "OpTable",
     "dtype_error",
     "env_count",
+    "find_native",
     "lazy_backend",
     "missing_members",
     "op_table",
@@ -618,7 +619,7 @@ def op_table(
         for module in modules:
             fn = getattr(module, name, None) if fn is None else fn
         if fn is None:
-            fn = _native(namespaces, spec.natives)
+            fn = find_native(namespaces, spec.natives)
             fn = fn if fn is None or wrap is None else wrap(fn, name)
         if fn is not None:
             table[name] = fn
@@ -665,7 +666,7 @@ def reduction(
     return reduce
 
 
-def _native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
+def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
     """The first of ``names`` found on the first namespace that has one, or None."""
     for namespace in namespaces:
         for name in names:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import find_native
+
 __all__ = [
     *("FLOAT_KEYS", "NAMESPACE_KEYS", "REDUCTION_KEYS", "eager_sgd_step", "gradient_keys"),
     *("native_table", "tape_grads"),
@@ -40,15 +42,6 @@ REDUCTION_KEYS["max"] = ("amax", *REDUCTION_KEYS["max"])
 
 #: keys defined on floating point: integer input is computed in float32, as multidev does
 FLOAT_KEYS = frozenset({"mean", "softmax", "log_softmax"})
-
-
-def _find(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
-    for namespace in namespaces:
-        for name in names:
-            fn = getattr(namespace, name, None)
-            if fn is not None:
-                return fn
-    return None
 
 
 def _reduction(fn: Callable[..., Any], keywords: tuple[str, str], axes: type) -> Any:
@@ -110,11 +103,11 @@ def native_table(
 
     table = dict(ops)
     for name, names in NAMESPACE_KEYS.items():
-        fn = _find(namespaces, names) if name not in table else None
+        fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = fn
     for name, names in REDUCTION_KEYS.items():
-        fn = _find(namespaces, names) if name not in table else None
+        fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = _reduction(fn, reduce_keywords, axes)
     return {name: lift(name, fn) for name, fn in table.items()}
