@@ -134,10 +134,11 @@ def batch_norm_train(x, w, b, eps, mean, var, momentum):
     n = x.size // c
     with autograd.pause():
         if mean is not None:
-            mean[:] = mean * (1 - momentum) + batch_mean * momentum
+            mean *= 1 - momentum
+            mean += batch_mean * momentum
         if var is not None:
-            batch_var = 1 / mnp.square(inv_std) - eps
-            var[:] = var * (1 - momentum) + batch_var * (momentum * n / (n - 1))
+            var *= 1 - momentum
+            var += (1 / mnp.square(inv_std) - eps) * (momentum * n / (n - 1))
     return y, mean, var
 
 
