@@ -85,9 +85,7 @@ def test_two_inputs_are_data0_and_data1(tmp_path):
     x, z = _x(5, 3), _x(5, 4, seed=1)
     md.export(net, tmp_path / "pair", (md.asarray(x), md.asarray(z)))
     got = _load_and_run(tmp_path / "pair", ["data0", "data1"], [x, z])
-    np.testing.assert_allclose(
-        got, net(md.asarray(x), md.asarray(z)).numpy(), rtol=1e-5, atol=1e-6
-    )
+    np.testing.assert_allclose(got, net(md.asarray(x), md.asarray(z)).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_native_export_after_hybridized_call(tmp_path):

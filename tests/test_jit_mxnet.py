@@ -129,6 +129,7 @@ def test_batchnorm_eval_compiles_and_train_runs_eagerly():
     found = _jit_warnings(caught)
     assert len(found) == 1 and ("buffer" in found[0] or "in place" in found[0]), found
     assert not np.allclose(bn.running_mean.numpy(), 0.0)  # the eager run updated them
+    assert int(bn.num_batches_tracked.item()) == 1  # once: the failed trace left no trace
     bn.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("error", md.JitWarning)

@@ -147,25 +147,29 @@ def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: 
         trace.sources[name] = ("x", i)
         inputs.append(Tensor(copy, t._bk, t._dev, t._dtype))
     for p in params:
-        name = _variable_name(p._native)
-        if name is None:
+        known = _variable_name(p._native)
+        if known is None:
             trace.swap(p, ("p", p))
         else:
-            trace.sources[name] = ("p", p)
-    for m, name, b in buffers:
-        trace.swap(b, ("b", m, name))
+            trace.sources[known] = ("p", p)
+    for m, key, b in buffers:
+        trace.swap(b, ("b", m, key))
+    replaced = None
     try:
         a, kw = _build(spec, inputs, lambda t, dt, dev: t)
         with keep_last_recording(), inside(), mx.autograd.record():
             out = fn(*a, **kw)
-        for m, name, b in buffers:
-            if m._buffers.get(name) is not b:
-                untraceable(
-                    f"it replaces the buffer {name!r} of {type(m).__name__} (e.g. BatchNorm's "
-                    "running statistics in training mode), which a graph cannot replay"
-                )
     finally:
         trace.restore()
+        for m, key, b in buffers:  # the eager run that follows a failed trace updates them
+            if m._buffers.get(key) is not b:
+                m._buffers[key] = b
+                replaced = replaced or (m, key)
+    if replaced is not None:
+        _stop(
+            f"it replaces the buffer {replaced[1]!r} of {type(replaced[0]).__name__} (e.g. "
+            "BatchNorm's statistics in training mode), which a graph cannot replay"
+        )
     out_leaves: list[Tensor] = []
     out_spec = _flatten(out, out_leaves)
     if not out_leaves:
@@ -306,8 +310,12 @@ def _roots(blocks: list) -> list:
 def _run_step(jitted: Any, blocks: list, args: tuple, kwargs: dict) -> Any:
     """Run ``jitted.fn`` eagerly with the forward of every Block it reaches compiled."""
     cache = jitted._cache
+    roots_key = ("roots", tuple(id(b) for b in blocks))
+    roots = cache.get(roots_key)
+    if roots is None:
+        roots = cache[roots_key] = _roots(blocks)
     d_saved = []
-    for b in _roots(blocks):
+    for b in roots:
         compiled = cache.get(("block", id(b)))
         if compiled is None or compiled.blocks[0] is not b:
             compiled = cache[("block", id(b))] = _Compiled(
