@@ -152,3 +152,25 @@ def test_native_hybridize_compiles():
     np.testing.assert_allclose(out.asnumpy(), want, rtol=RTOL, atol=ATOL)
     native.hybridize(False)
     assert "forward" not in net.__dict__
+
+
+def test_training_step_without_blocks_warns_and_trains():
+    w = nn.Parameter(md.ones(3))
+    opt = md.optim.SGD([w], lr=0.1)
+
+    def step():
+        with md.autograd.record():
+            loss = (w * w).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = md.jit(step)
+        fn()
+        fn()
+    found = _jit_warnings(caught)
+    assert len(found) == 1 and "reaches no Block" in found[0], found
+    np.testing.assert_allclose(w.numpy(), [0.64] * 3, rtol=RTOL)  # w -= 0.1 * 2w, twice

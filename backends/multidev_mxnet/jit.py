@@ -350,6 +350,8 @@ class Jit:
                 return done.value
             if done is _EAGER and not blocks:
                 return jitted.fn(*args, **kwargs)
+        if not blocks:
+            jitted._warn("it is a training step that reaches no Block, so no forward to compile")
         return _run_step(jitted, blocks, args, kwargs)
 
     def synchronize(self, dev: Device | None) -> None:
