@@ -17,6 +17,8 @@ variables. The rules written once here:
   eagerly instead.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
   as it is.
+- An adapter with ``jit_run(jitted, blocks, optimisers, args, kwargs)`` runs ``fn`` itself
+  (MXNet: ``fn`` or the forwards of its Blocks as ``CachedOp`` graphs, Gluon's way).
 - New shapes or dtypes retrace (the framework's own rule, dtypes also in the key here).
 - What cannot be compiled (multidev's host random generator under a tracer, reading values
   back to Python, a backend without compiler) runs eagerly, with exactly one
@@ -191,6 +193,10 @@ class Jitted:
         else:
             reach = _reachable(self.fn, args, kwargs)
             bk = _adapter_of(reach[0])
+        run = getattr(bk, "jit_run", None)
+        if run is not None:  # the adapter compiles and runs it (MXNet's hybridized forwards)
+            blocks, opts = reach or _reachable(self.fn, args, kwargs)
+            return run(self, blocks, opts, args, kwargs)
         compile_ = getattr(bk, "jit_compile", None)
         if compile_ is None:
             self._warn(
@@ -415,7 +421,7 @@ def _restore(snapshot: tuple, bk: Any) -> None:
 # ---------------------------------------------------------------- public functions
 def jit(fn: Callable[..., Any]) -> Jitted:
     """``fn`` compiled by the backend's compiler (``tf.function``, ``torch.compile``,
-    ``paddle.jit.to_static``); use as ``step = md.jit(step)`` or ``@md.jit``.
+    ``paddle.jit.to_static``, MXNet's ``CachedOp``); use as ``step = md.jit(step)`` or ``@md.jit``.
 
     It gives eager's results within float32 tolerance and trains the very same parameters
     and optimiser state. New shapes, dtypes, ``train()``/``eval()`` retrace. What cannot be
@@ -438,7 +444,8 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
     """Write ``block`` in its framework's own serving format at ``path``: a SavedModel
     folder (TensorFlow; call ``.serve(x)`` on ``tf.saved_model.load``), a ``torch.export``
     program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
-    prefix (``paddle.jit.load(path)(x)``). ``example_inputs`` is a Tensor or a tuple of
+    prefix (``paddle.jit.load(path)(x)``), MXNet's ``path-symbol.json`` and
+    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``). ``example_inputs`` is a Tensor or a tuple of
     Tensors with the shapes and dtypes to serve. Returns the path written. Raises
     TypeError on a backend without an exporter, ValueError for a block in training mode
     that draws random values (``Dropout``: call ``block.eval()`` first)."""
