@@ -399,6 +399,8 @@ def avg_pool2d(
                 f"Expected a positive int for divisor_override. Received: {divisor_override!r}"
             )
         return y * (area / divisor_override)
+    if all(lo == hi for lo, hi in pads) and (count_include_pad or not any(padding_)):
+        return y  # every window holds kh * kw counted cells: the kernel's divisor is right
     counted = tuple((p, p) for p in padding_) if count_include_pad else ((0, 0), (0, 0))
     counts = _window_counts(shape, kernel, stride_, pads, counted, sizes)
     if np.all(counts == area):
