@@ -39,10 +39,13 @@ class DistributedError(RuntimeError):
 
 class Group:
     """What ``multidev_<backend>.distributed.start`` returns. Subclasses define
-    ``all_reduce`` (sum) and ``barrier``; ``broadcast`` defaults to a sum in which every rank
+    ``all_reduce`` (sum) and ``barrier``, and ``average_in_place`` where the engine reduces a
+    list of mutable arrays in one call; ``broadcast`` defaults to a sum in which every rank
     but ``src`` contributes zeros (exact), for engines without a native broadcast."""
 
     engine = "none"
+    #: whether ``average_in_place`` is the engine's own multi-array call
+    averages_in_place = False
 
     def __init__(self, rank: int, world_size: int, local_rank: int, device: Device) -> None:
         self.rank = rank
@@ -58,6 +61,12 @@ class Group:
     def broadcast(self, x: Any, src: int) -> Any:
         """Rank ``src``'s values of native ``x``."""
         return self.all_reduce(x if self.rank == src else x * 0)
+
+    def average_in_place(self, xs: list[Any]) -> None:
+        """Overwrite each native array of ``xs`` with its mean over every rank, in its own
+        memory, with one engine call for the whole list (only where ``averages_in_place``:
+        elsewhere the caller all-reduces a flattened copy)."""
+        raise NotImplementedError
 
     def barrier(self) -> None:
         raise NotImplementedError
