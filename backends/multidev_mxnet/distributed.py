@@ -39,8 +39,6 @@ class MXNetGroup(Group):
     """A ``dist_sync`` kvstore: an all-reduce is a push (the server sums every worker's
     value) then a pull into the same array. Ranks are the kvstore's own numbering."""
 
-    averages_in_place = True
-
     def __init__(self, kv: Any, local_rank: int) -> None:
         gpu = local_rank < mx.context.num_gpus()
         device = Device("gpu", local_rank) if gpu else Device("cpu", 0)
@@ -54,7 +52,7 @@ class MXNetGroup(Group):
         self.kv.pushpull(self._key(nd), nd, out=nd)
         return x
 
-    def average_in_place(self, xs: list[Any]) -> None:
+    def average(self, xs: list[Any]) -> list[Any]:
         """One ``pushpull`` of the whole list (a key per array: no concatenation, no copy
         back), the server's sums pulled straight into ``xs``, then divided in place."""
         nds = [x.as_nd_ndarray() for x in xs]
@@ -62,6 +60,7 @@ class MXNetGroup(Group):
         self.kv.pushpull(keys, nds, out=nds)
         for nd in nds:
             nd /= self.world_size
+        return xs
 
     def barrier(self) -> None:
         self.kv._barrier()

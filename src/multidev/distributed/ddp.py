@@ -41,8 +41,8 @@ class DistributedDataParallel(Block):
     gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
     pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``, one
     engine call per bucket: MXNet's kvstore reduces the bucket's gradient buffers in place
-    (one ``pushpull`` of the list), TensorFlow all-reduces them flattened into one tensor (a
-    parameter without a gradient contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
+    (one ``pushpull`` of the list), TensorFlow's collectives in one ``tf.function`` that
+    packs the bucket into one all-reduce (a parameter without a gradient contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
     that gets no gradient in a step is the framework's error unless ``find_unused_parameters``
     (which makes the wrapper search the graph each step, as in torch). Call the wrapper, not
     ``net``, in the training step, or the gradients are not averaged on torch and paddle.
@@ -168,8 +168,12 @@ class DistributedDataParallel(Block):
 
         with autograd.no_grad():
             for bucket in self._buckets():
-                if g.averages_in_place:
-                    g.average_in_place([self._grad_buffer(p)._native for p in bucket])
+                natives = [self._grad_buffer(p)._native for p in bucket]
+                means = g.average(natives)
+                if means is not None:
+                    for p, x, m in zip(bucket, natives, means, strict=True):
+                        if m is not x:
+                            p.grad = Tensor(m, p._bk, p._dev, p._dtype)
                     continue
                 grads = []
                 for p in bucket:

@@ -39,13 +39,11 @@ class DistributedError(RuntimeError):
 
 class Group:
     """What ``multidev_<backend>.distributed.start`` returns. Subclasses define
-    ``all_reduce`` (sum) and ``barrier``, and ``average_in_place`` where the engine reduces a
-    list of mutable arrays in one call; ``broadcast`` defaults to a sum in which every rank
+    ``all_reduce`` (sum) and ``barrier``, and ``average`` where the engine reduces a list of
+    arrays in one call; ``broadcast`` defaults to a sum in which every rank
     but ``src`` contributes zeros (exact), for engines without a native broadcast."""
 
     engine = "none"
-    #: whether ``average_in_place`` is the engine's own multi-array call
-    averages_in_place = False
 
     def __init__(self, rank: int, world_size: int, local_rank: int, device: Device) -> None:
         self.rank = rank
@@ -62,11 +60,12 @@ class Group:
         """Rank ``src``'s values of native ``x``."""
         return self.all_reduce(x if self.rank == src else x * 0)
 
-    def average_in_place(self, xs: list[Any]) -> None:
-        """Overwrite each native array of ``xs`` with its mean over every rank, in its own
-        memory, with one engine call for the whole list (only where ``averages_in_place``:
-        elsewhere the caller all-reduces a flattened copy)."""
-        raise NotImplementedError
+    def average(self, xs: list[Any]) -> list[Any] | None:
+        """The mean over every rank of each native array of ``xs``, by one engine call for
+        the whole list: written into the arrays of ``xs`` themselves where the framework's
+        arrays are mutable (and those returned), new arrays otherwise; None where the engine
+        has no such call (the caller then all-reduces a flattened copy)."""
+        return None
 
     def barrier(self) -> None:
         raise NotImplementedError
