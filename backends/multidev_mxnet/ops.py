@@ -199,22 +199,6 @@ def _logical_or(a, b):
     return a + b
 
 
-def _negative(x):
-    if x.dtype == _BOOL:
-        raise TypeError(
-            "Expected a numeric tensor for unary -. Received: a bool tensor. "
-            "Use ~x for logical negation."
-        )
-    return -x
-
-
-def _same_if_bool(fn: Callable) -> Callable:
-    def op(x):
-        return x.copy() if x.dtype == _BOOL else fn(x)
-
-    return op
-
-
 def _through_uint8(fn: Callable) -> Callable:
     """``fn`` computed on uint8 for bool input (MXNet's kernels for it lack bool), cast back."""
 
@@ -294,7 +278,6 @@ OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    abs=_same_if_bool(mnp.abs),
     add=_add,
     argmax=_arg(mnp.argmax),
     argmin=_arg(mnp.argmin),
@@ -302,7 +285,6 @@ OPS = op_table(
     clip=_clip,
     concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
     copy=lambda x: x.copy(),
-    floor=_same_if_bool(mnp.floor),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
@@ -316,11 +298,10 @@ OPS = op_table(
     min=_reduction(mnp.min, None),
     minimum=_minimum,
     multiply=_multiply,
-    negative=_negative,
     permute_dims=_through_uint8(mnp.transpose),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
-    relu=_same_if_bool(npx.relu),
+    relu=npx.relu,
     remainder=_remainder,
     sigmoid=npx.sigmoid,
     softmax=_softmax,

@@ -129,24 +129,10 @@ def _linear(x, w, b):
 
 def _negative_slow(x):
     dt = x.dtype
-    if dt == tf.bool:
-        raise TypeError(
-            "Expected a numeric tensor for negation. Received: a bool tensor. Use ~ to invert a mask."
-        )
     if dt == tf.uint8:
         return tf.math.subtract(tf.zeros_like(x), x)
     wide = _WIDE.get(dt)
     return None if wide is None else _cast(tf.math.negative(_cast(x, wide)), dt)
-
-
-def _identity_for(dtypes):
-    def slow(x):
-        return tf.identity(x) if x.dtype in dtypes else None
-
-    return slow
-
-
-_INTEGERS = frozenset({tf.bool, tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64})
 
 
 # ---------------------------------------------------------------- reductions
@@ -266,9 +252,7 @@ OPS = op_table(
     greater=_binary(tf.math.greater, "greater"),
     greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=_fallback(tf.math.negative, _negative_slow, "negative"),
-    abs=_fallback(tf.math.abs, _identity_for({tf.bool, tf.uint8}), "abs"),
-    relu=_fallback(tf.nn.relu, _identity_for({tf.bool}), "relu"),
-    floor=_fallback(tf.math.floor, _identity_for(_INTEGERS), "floor"),
+    relu=tf.nn.relu,
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
     max=_reduction(tf.math.reduce_max, "max", tf.math.reduce_any),

@@ -20,14 +20,6 @@ _BOOL = torch.bool
 _LONG = torch.int64
 
 
-def _relu(x):
-    return torch.relu(x) if x.dtype is not _BOOL else x.clone()
-
-
-def _abs(x):
-    return torch.abs(x) if x.dtype is not _BOOL else x.clone()
-
-
 #: torch's reductions as (x, axis, keepdims) ops
 _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
@@ -77,8 +69,6 @@ OPS = op_table(
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
-    abs=_abs,
-    relu=_relu,
     sum=_reduction(torch.sum),
     mean=_reduction(torch.mean),
     max=_reduction(torch.amax),
