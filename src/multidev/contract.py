@@ -40,6 +40,7 @@ __all__ = [
     "dtype_error",
     "env_count",
     "find_native",
+    "key_axes",
     "lazy_backend",
     "missing_members",
     "op_table",
@@ -664,6 +665,37 @@ def reduction(
         return x
 
     return reduce
+
+
+def key_axes(key: Any, ndim: int, mask_ndim: Callable[[Any], int | None]) -> list[tuple[Any, int]]:
+    """Each item of an index key on an ``ndim``-d tensor with the first axis it indexes, as
+    NumPy reads it: the Ellipsis (or, without one, the end of the key) stands for full slices
+    of the axes no other item indexes; None and Python bools index none, a boolean mask as many
+    as its rank (``mask_ndim(item)``, None for an item that is no mask), any other item one.
+    IndexError for two Ellipses or more indexed axes than the tensor has."""
+    items = key if type(key) is tuple else (key,)
+    ellipses = sum(k is Ellipsis for k in items)
+    if ellipses > 1:
+        raise IndexError("Expected at most one Ellipsis (...) in an index. Received: several")
+    spans = [0 if k is Ellipsis or k is None or type(k) is bool else mask_ndim(k) for k in items]
+    spans = [1 if n is None else n for n in spans]
+    rest = ndim - sum(spans)
+    if rest < 0:
+        raise IndexError(
+            f"Expected at most {ndim} indices for a {ndim}-d tensor. Received: {sum(spans)}"
+        )
+    out: list[tuple[Any, int]] = []
+    dim = 0
+    for k, n in zip(items, spans, strict=True):
+        if k is Ellipsis:
+            out.extend((slice(None), dim + i) for i in range(rest))
+            dim += rest
+        else:
+            out.append((k, dim))
+            dim += n
+    if not ellipses:
+        out.extend((slice(None), dim + i) for i in range(rest))
+    return out
 
 
 def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
