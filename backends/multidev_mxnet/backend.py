@@ -99,9 +99,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._natives[dev] = ctx
         self._places[ctx] = dev
 
-    def version(self) -> str:
-        return str(mx.__version__)
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs MXNet can use (through NVML where it is available)."""

@@ -88,9 +88,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._places[paddle.CPUPlace()] = _CPU
         self._by_name: dict[str, Device] = {}
 
-    def version(self) -> str:
-        return str(paddle.__version__)
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to Paddle (0 for a CPU build)."""

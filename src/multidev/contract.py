@@ -409,6 +409,11 @@ class AdapterBase:
         self._places: dict[Any, Device] = {}
         self._natives: dict[Device, Any] = {}
 
+    def version(self) -> str:
+        """The framework's version: its module's ``__version__`` (the module ``framework``
+        names)."""
+        return str(sys.modules[self.framework.name].__version__)
+
     # dtypes ----------------------------------------------------------------
     def dtype_of(self, x: Any) -> DType:
         """multidev's dtype of the native tensor ``x``; TypeError for a dtype it lacks."""
