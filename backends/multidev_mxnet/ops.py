@@ -12,7 +12,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table
+from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -129,25 +129,19 @@ def _pow(a, b):
     return out
 
 
-def _matmul_by_sum(a, b):
-    """Exact matmul for dtypes MXNet's kernels lack (integers, bool), with the Array API's
-    rules for 1-D operands and broadcast batch dimensions."""
-    a2 = mnp.expand_dims(a, 0) if a.ndim == 1 else a
-    b2 = mnp.expand_dims(b, -1) if b.ndim == 1 else b
-    if a2.shape[-1] != b2.shape[-2]:
+def _matrices_by_sum(a, b):
+    """Exact matmul of (stacks of) matrices for dtypes MXNet's kernels lack (integers, bool),
+    broadcasting the batch dimensions."""
+    if a.shape[-1] != b.shape[-2]:
         raise ValueError(
             f"Expected matmul operands with matching inner dimensions. "
             f"Received: shapes {a.shape} and {b.shape}"
         )
-    if a2.size == 0 or b2.size == 0:  # MXNet cannot reduce zero-size arrays
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-        out = mnp.zeros((*batch, a2.shape[-2], b2.shape[-1]), dtype=_INT64, ctx=a.ctx)
+    if a.size == 0 or b.size == 0:  # MXNet cannot reduce zero-size arrays
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        out = mnp.zeros((*batch, a.shape[-2], b.shape[-1]), dtype=_INT64, ctx=a.ctx)
     else:
-        out = (mnp.expand_dims(a2, -1) * mnp.expand_dims(b2, -3)).sum(axis=-2)
-    if b.ndim == 1:
-        out = out.squeeze(-1)
-    if a.ndim == 1:
-        out = out.squeeze(-1 if b.ndim == 1 else -2)
+        out = (mnp.expand_dims(a, -1) * mnp.expand_dims(b, -3)).sum(axis=-2)
     return out.astype(a.dtype) if out.dtype != a.dtype else out
 
 
@@ -157,7 +151,7 @@ def _matmul(a, b):
         return mnp.matmul(a, b)
     if dt == _F16:
         return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return _matmul_by_sum(a, b)
+    return vector_matmul(_matrices_by_sum, a, b, mnp.expand_dims, mnp.squeeze)
 
 
 def _linear(x, w, b):

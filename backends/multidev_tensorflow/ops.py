@@ -11,7 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import op_table
+from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -96,19 +96,12 @@ _mm2 = _binary(tf.linalg.matmul, "matmul")
 
 def _matmul(a, b):
     """Array API matmul: 1-D operands are promoted to matrices and the added axis removed."""
-    ra, rb = a.shape.rank, b.shape.rank
-    if ra >= 2 and rb >= 2:
-        return _mm2(a, b)
-    if ra == 0 or rb == 0:
+    if a.shape.rank == 0 or b.shape.rank == 0:
         raise ValueError(
             "Expected tensors with at least one dimension for matmul. "
             f"Received: shapes {tuple(a.shape)} and {tuple(b.shape)}. Use * for scalars."
         )
-    if ra == 1 and rb == 1:
-        return tf.reshape(_mm2(tf.reshape(a, (1, -1)), tf.reshape(b, (-1, 1))), ())
-    if ra == 1:
-        return tf.squeeze(_mm2(tf.expand_dims(a, 0), b), -2)
-    return tf.squeeze(_mm2(a, tf.expand_dims(b, -1)), -1)
+    return vector_matmul(_mm2, a, b, tf.expand_dims, tf.squeeze)
 
 
 def _linear(x, w, b):

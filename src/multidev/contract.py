@@ -45,6 +45,7 @@ __all__ = [
     "missing_members",
     "op_table",
     "reduction",
+    "vector_matmul",
 ]
 
 
@@ -701,6 +702,23 @@ def key_axes(key: Any, ndim: int, mask_ndim: Callable[[Any], int | None]) -> lis
     if not ellipses:
         out.extend((slice(None), dim + i) for i in range(rest))
     return out
+
+
+def vector_matmul(
+    matrices: Callable[[Any, Any], Any],
+    a: Any,
+    b: Any,
+    expand: Callable[[Any, int], Any],
+    squeeze: Callable[[Any, int], Any],
+) -> Any:
+    """The Array API's ``a @ b`` from ``matrices``, a matmul of (stacks of) matrices: a 1-d
+    ``a`` is a one-row matrix, a 1-d ``b`` a one-column one, and the result loses the axes
+    they added. ``expand(x, axis)`` and ``squeeze(x, axis)`` are the framework's."""
+    ra, rb = len(a.shape), len(b.shape)
+    out = matrices(expand(a, 0) if ra == 1 else a, expand(b, -1) if rb == 1 else b)
+    if rb == 1:
+        out = squeeze(out, -1)
+    return squeeze(out, -1 if rb == 1 else -2) if ra == 1 else out
 
 
 def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
