@@ -683,8 +683,14 @@ def key_axes(key: Any, ndim: int, mask_ndim: Callable[[Any], int | None]) -> lis
     ellipses = sum(k is Ellipsis for k in items)
     if ellipses > 1:
         raise IndexError("Expected at most one Ellipsis (...) in an index. Received: several")
-    spans = [0 if k is Ellipsis or k is None or type(k) is bool else mask_ndim(k) for k in items]
-    spans = [1 if n is None else n for n in spans]
+
+    def span(k: Any) -> int:
+        if k is Ellipsis or k is None or type(k) is bool:
+            return 0
+        n = mask_ndim(k)
+        return 1 if n is None else n
+
+    spans = [span(k) for k in items]
     rest = ndim - sum(spans)
     if rest < 0:
         raise IndexError(
