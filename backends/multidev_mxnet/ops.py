@@ -4,6 +4,7 @@ reductions of zero-size arrays)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import mxnet as mx
@@ -183,16 +184,6 @@ def _minimum(a, b):
     return mnp.minimum(a, b)
 
 
-def _logical_and(a, b):
-    a, b = _arrays(a, b)
-    return a * b
-
-
-def _logical_or(a, b):
-    a, b = _arrays(a, b)
-    return a + b
-
-
 def _through_uint8(fn: Callable) -> Callable:
     """``fn`` computed on uint8 for bool input (MXNet's kernels for it lack bool), cast back."""
 
@@ -283,8 +274,9 @@ OPS = op_table(
     getitem=getitem,
     linear=_linear,
     log_softmax=_log_softmax,
-    logical_and=_logical_and,
-    logical_or=_logical_or,
+    # the core gives logical ops bool arrays only (a Python scalar becomes a 0-d array first)
+    logical_and=operator.mul,
+    logical_or=operator.add,
     matmul=_matmul,
     max=_reduction(mnp.max, None),
     maximum=_maximum,
