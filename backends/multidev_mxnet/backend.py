@@ -140,9 +140,6 @@ class Backend(Jit, Autograd, AdapterBase):
     def native_dtype_name(self, native) -> str:
         return str(native)
 
-    def shape_of(self, x) -> tuple[int, ...]:
-        return x.shape
-
     def from_numpy(self, arr: np.ndarray, dev: Device) -> mnp.ndarray:
         """A copy on ``dev``. Never zero-copy: MXNet's zero-copy wrapper makes the caller's
         array read-only (its engine runs asynchronously), which would change user data."""

@@ -41,9 +41,6 @@ class Backend(AdapterBase):
     def dtype_of(self, x: Any) -> DType:
         return from_numpy_dtype(x.dtype)
 
-    def shape_of(self, x: Any) -> tuple[int, ...]:
-        return x.shape
-
     def from_numpy(self, arr: np.ndarray, dev: Device) -> np.ndarray:
         return arr
 

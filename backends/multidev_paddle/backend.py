@@ -135,9 +135,6 @@ class Backend(Jit, Autograd, AdapterBase):
     def native_dtype_name(self, native: Any) -> str:
         return dtype_name(native)
 
-    def shape_of(self, x) -> tuple[int, ...]:
-        return tuple(x.shape)
-
     def from_numpy(self, arr: np.ndarray, dev: Device):
         """Zero-copy (DLPack) on the CPU; read-only, non-contiguous, misaligned or byte-swapped
         arrays, and arrays that are themselves imported through DLPack, are copied first.

@@ -100,9 +100,6 @@ class Backend(Jit, Autograd, AdapterBase):
         return nullcontext()
 
     # tensors ---------------------------------------------------------------
-    def shape_of(self, x) -> tuple[int, ...]:
-        return tuple(x.shape)
-
     def from_numpy(self, arr: np.ndarray, dev: Device) -> torch.Tensor:
         """Zero-copy on the CPU, except for read-only, negatively strided or byte-swapped
         arrays, which PyTorch cannot alias: those are copied."""

@@ -454,6 +454,10 @@ class AdapterBase:
             )
         return dtype_error(self.name, self.dtypes, dt, self.dtype_alternatives)
 
+    def shape_of(self, x: Any) -> tuple[int, ...]:
+        """The shape of the native tensor ``x`` as a tuple of ints."""
+        return tuple(x.shape)
+
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
         """Discover devices once; adapters override this, not ``devices``."""
