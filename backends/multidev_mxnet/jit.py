@@ -36,7 +36,7 @@ from mxnet import npx
 
 from multidev.autograd import keep_last_recording
 from multidev.device import Device
-from multidev.jit import _build, _flatten, _hashable
+from multidev.jit import build, flatten, hashable
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
 
@@ -156,7 +156,7 @@ def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: 
         trace.swap(b, ("b", m, key))
     replaced = None
     try:
-        a, kw = _build(spec, inputs, lambda t, dt, dev: t)
+        a, kw = build(spec, inputs, lambda t, dt, dev: t)
         with keep_last_recording(), inside(), mx.autograd.record():
             out = fn(*a, **kw)
     finally:
@@ -171,7 +171,7 @@ def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: 
             "BatchNorm's statistics in training mode), which a graph cannot replay"
         )
     out_leaves: list[Tensor] = []
-    out_spec = _flatten(out, out_leaves)
+    out_spec = flatten(out, out_leaves)
     if not out_leaves:
         _stop("it returns no tensor, so there is no graph to compile")
     try:
@@ -229,7 +229,7 @@ class _Compiled:
 
     def key(self, spec: Any, leaves: list) -> Any:
         return (
-            _hashable(spec),
+            hashable(spec),
             tuple(t._native.shape for t in leaves),
             tuple(m.training for m in self.blocks),
             tuple(id(p._var) for m in self.blocks for p in m._parameters.values() if p is not None),
@@ -237,7 +237,7 @@ class _Compiled:
 
     def __call__(self, args: tuple, kwargs: dict, warn: Any) -> Any:
         leaves: list[Tensor] = []
-        spec = _flatten((args, kwargs), leaves)
+        spec = flatten((args, kwargs), leaves)
         key = self.key(spec, leaves)
         entry = self.cache.get(key)
         if entry is None:
@@ -258,7 +258,7 @@ class _Compiled:
         natives = entry.run(leaves)
         bk = leaves[0]._bk if leaves else _backend(self.blocks)
         return _Done(
-            _build(entry.out_spec, natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt))
+            build(entry.out_spec, natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt))
         )
 
 
@@ -365,7 +365,7 @@ class Jit:
         loads them without multidev. Returns ``path`` (the prefix)."""
         bk = _backend(list(block.modules()))
         leaves = [Tensor(x, bk, bk.device_of(x), bk.dtype_of(x)) for x in inputs]
-        spec = _flatten((tuple(leaves), {}), [])
+        spec = flatten((tuple(leaves), {}), [])
         blocks = list(block.modules())
         sym, sources, _, _ = _trace(
             type(block).forward.__get__(block), tuple(leaves), {}, leaves, spec, blocks

@@ -106,15 +106,15 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
 
 
 # ---------------------------------------------------------------- flattening
-def _flatten(obj: Any, leaves: list) -> Any:
+def flatten(obj: Any, leaves: list) -> Any:
     """The structure of ``obj`` with each Tensor replaced by its position in ``leaves``."""
     if isinstance(obj, Tensor):
         leaves.append(obj)
         return (_Leaf, len(leaves) - 1, obj._dtype, obj._dev)
     if isinstance(obj, (list, tuple)):
-        return (type(obj), tuple(_flatten(v, leaves) for v in obj))
+        return (type(obj), tuple(flatten(v, leaves) for v in obj))
     if isinstance(obj, dict):
-        return (dict, tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+        return (dict, tuple((k, flatten(v, leaves)) for k, v in obj.items()))
     return (None, obj)
 
 
@@ -122,19 +122,21 @@ class _Leaf:
     pass
 
 
-def _build(spec: Any, values: list, make: Callable[[Any, Any, Any], Any]) -> Any:
+def build(spec: Any, values: list, make: Callable[[Any, Any, Any], Any]) -> Any:
+    """The structure ``flatten`` described, with leaf ``i`` made by ``make(values[i], dtype,
+    device)`` (adapters that compile use these three helpers too)."""
     kind = spec[0]
     if kind is _Leaf:
         return make(values[spec[1]], spec[2], spec[3])
     if kind is None:
         return spec[1]
     if kind is dict:
-        return {k: _build(v, values, make) for k, v in spec[1]}
-    items = [_build(v, values, make) for v in spec[1]]
+        return {k: build(v, values, make) for k, v in spec[1]}
+    items = [build(v, values, make) for v in spec[1]]
     return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
-def _hashable(spec: Any) -> Any:
+def hashable(spec: Any) -> Any:
     """``spec`` as a cache key: Python values that are not hashable count by identity."""
     try:
         hash(spec)
@@ -142,7 +144,7 @@ def _hashable(spec: Any) -> Any:
     except TypeError:
         pass
     if isinstance(spec, tuple):
-        return tuple(_hashable(v) for v in spec)
+        return tuple(hashable(v) for v in spec)
     return ("id", id(spec))
 
 
@@ -186,7 +188,7 @@ class Jitted:
         if tracing():  # inside another compiled function: part of it
             return self.fn(*args, **kwargs)
         leaves: list[Tensor] = []
-        spec = _flatten((args, kwargs), leaves)
+        spec = flatten((args, kwargs), leaves)
         reach = None
         if leaves:
             bk = leaves[0]._bk
@@ -211,22 +213,22 @@ class Jitted:
 
     # a compiler that follows Python (torch.compile): fn as it is, on native tensors
     def _call_direct(self, bk: Any, compile_: Any, leaves: list, spec: Any) -> Any:
-        key = (id(bk), _hashable(spec))
+        key = (id(bk), hashable(spec))
         entry = self._cache.get(key)
         holder: dict[str, Any] = {}
         if entry is None:
             fn = self.fn
 
             def body(*natives: Any) -> Any:
-                a, kw = _build(spec, list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+                a, kw = build(spec, list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
                 out_leaves: list[Tensor] = []
-                holder["out"] = _flatten(fn(*a, **kw), out_leaves)
+                holder["out"] = flatten(fn(*a, **kw), out_leaves)
                 return tuple(t._native for t in out_leaves)
 
             entry = self._cache[key] = (compile_(body), holder)
         compiled, holder = entry
         natives = compiled(*(t._native for t in leaves))
-        return _build(holder["out"], list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+        return build(holder["out"], list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
 
     # a compiler that traces once (tf.function): Python state in and out explicitly
     def _call_traced(
@@ -245,7 +247,7 @@ class Jitted:
         state_spec, state_vals = _opt_state(opts)
         key = (
             id(bk),
-            _hashable(spec),
+            hashable(spec),
             tuple(m.training for m in blocks),
             tuple(g is None for g in grads),
             state_spec,
@@ -290,7 +292,7 @@ class Jitted:
         for p, g in zip(params, grad_natives, strict=True):
             bk.set_grad(p._var, g)
         _write_state(holder["state_out"], state_natives, opts, params, bk)
-        return _build(
+        return build(
             holder["out"], out_natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt)
         )
 
@@ -304,9 +306,7 @@ class Jitted:
             holder["traces"] += 1
             inputs = list(args_in)
             n_leaves = _count_leaves(spec)
-            args, kwargs = _build(
-                spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt)
-            )
+            args, kwargs = build(spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt))
             rest = inputs[n_leaves:]
             grads_now = [bk.grad(p._var) for p in params]
             k = 0
@@ -329,7 +329,7 @@ class Jitted:
                     p._native = n
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
-            holder["out"] = _flatten(out, out_leaves)
+            holder["out"] = flatten(out, out_leaves)
             holder["n_out"] = len(out_leaves)
             out_grads = [bk.grad(p._var) for p in params]
             out_spec, out_vals = _opt_state(opts)
