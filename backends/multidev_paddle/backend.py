@@ -244,7 +244,12 @@ class Backend(Jit, Autograd, AdapterBase):
             if x.dtype in _NO_CPU_ADD and x.place.is_cpu_place():
                 wide = x.astype(paddle.float32) + y.astype(paddle.float32) * alpha
                 paddle.assign(wide.astype(x.dtype), output=x)
-            elif x.dtype in _SGD_DTYPES and y.dtype == x.dtype and x.shape == y.shape:
+            elif (
+                x.dtype in _SGD_DTYPES
+                and y.dtype == x.dtype
+                and x.shape == y.shape
+                and paddle.in_dynamic_mode()  # the cached step sizes are eager tensors
+            ):
                 # Paddle's fused SGD kernel (x -= lr * y), one pass and no temporary
                 _C_ops.sgd_(x, _step_size(-alpha, x.place), y, None, False)
             else:
