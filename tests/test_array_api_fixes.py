@@ -1,0 +1,136 @@
+"""Array API behaviours the data-apis array-api-tests suite found missing, checked on the
+backend named by MULTIDEV_BACKEND against NumPy's results: vecdot conjugates x1, tensor
+tolerances of pinv/matrix_rank, reductions and norms of empty stacks, norms of 0-d tensors,
+real result dtypes of complex norms, and the standard signatures of the creation functions."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import registry
+
+RNG = np.random.default_rng(11)
+
+
+def _np(t: md.Tensor) -> np.ndarray:
+    return np.asarray(t.numpy())
+
+
+def _bk():
+    return registry.current()
+
+
+def _needs_complex() -> None:
+    if "complex" not in _bk().capabilities:
+        pytest.skip(f"{_bk().name} has no complex dtypes")
+
+
+def _complex(shape: tuple[int, ...]) -> np.ndarray:
+    return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(np.complex64)
+
+
+@pytest.mark.parametrize("vecdot", [md.vecdot, md.linalg.vecdot], ids=["md", "linalg"])
+def test_vecdot_conjugates_complex_x1(vecdot):
+    _needs_complex()
+    a, b = _complex((3, 4)), _complex((3, 4))
+    out = vecdot(md.asarray(a), md.asarray(b))
+    assert out.dtype is md.complex64
+    np.testing.assert_allclose(_np(out), np.sum(np.conj(a) * b, axis=-1), rtol=1e-5)
+
+
+def test_pinv_and_matrix_rank_take_a_tensor_rtol_per_matrix():
+    # two rank-2 3x3 matrices whose smaller singular value is 0.1 times the largest: an rtol
+    # of 0.05 keeps it, 0.5 drops it; one tolerance per matrix of the stack
+    u, _ = np.linalg.qr(RNG.standard_normal((2, 3, 3)))
+    v, _ = np.linalg.qr(RNG.standard_normal((2, 3, 3)))
+    x = (u * np.array([1.0, 0.1, 0.0])) @ v
+    rtol = np.array([0.05, 0.5])
+    xt, rt = md.asarray(x.astype(np.float32)), md.asarray(rtol.astype(np.float32))
+    assert _np(md.linalg.matrix_rank(xt, rtol=rt)).tolist() == [2, 1]
+    got = md.linalg.pinv(xt, rtol=rt)
+    assert got.dtype is md.float32 and got.shape == (2, 3, 3)
+    want = np.stack([np.linalg.pinv(x[i], rcond=rtol[i]) for i in range(2)])
+    np.testing.assert_allclose(_np(got), want, rtol=1e-3, atol=1e-3)
+    # a 0-d tensor rtol applies to every matrix, like the number
+    one = md.linalg.pinv(xt, rtol=md.asarray(np.float32(0.5)))
+    np.testing.assert_allclose(_np(one), _np(md.linalg.pinv(xt, rtol=0.5)), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("ord", [1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"])
+def test_matrix_norm_and_rank_of_an_empty_stack(ord):
+    x = md.zeros((0, 3, 4))
+    assert md.linalg.matrix_norm(x, ord=ord).shape == (0,)
+    assert md.linalg.matrix_norm(x, ord=ord, keepdims=True).shape == (0, 1, 1)
+    rank = md.linalg.matrix_rank(x)
+    assert rank.shape == (0,) and rank.dtype is md.int64
+
+
+@pytest.mark.parametrize("reduce", [md.max, md.min, md.argmax, md.argmin])
+def test_max_min_of_an_empty_tensor_need_only_a_non_empty_reduced_axis(reduce):
+    x = md.zeros((0, 3))
+    assert reduce(x, axis=1).shape == (0,)
+    with pytest.raises(ValueError, match=r"non-empty reduced axes.*Received: shape \(0, 3\)"):
+        reduce(x, axis=0)
+    with pytest.raises(ValueError, match=r"non-empty"):
+        reduce(x)
+
+
+@pytest.mark.parametrize("ord", [2, 1, 0, -1, 3.5, np.inf, -np.inf])
+def test_vector_norm_of_a_0d_tensor(ord):
+    for v in (-2.5, 0.0):
+        out = md.linalg.vector_norm(md.asarray(np.float32(v)), ord=ord)
+        assert out.shape == () and out.dtype is md.float32
+        want = np.linalg.norm(np.array([v], dtype=np.float32), ord=ord)
+        assert float(out) == pytest.approx(float(want))
+
+
+def test_norms_and_slogdet_of_complex_input_are_real():
+    _needs_complex()
+    x = _complex((3, 3))
+    for ord in (2, 1, 3.0, 0, np.inf, -1):
+        out = md.linalg.vector_norm(md.asarray(x), ord=ord, axis=-1)
+        assert out.dtype is md.float32, ord
+        np.testing.assert_allclose(_np(out), np.linalg.norm(x, ord=ord, axis=-1), rtol=1e-4)
+    fro = md.linalg.matrix_norm(md.asarray(x))
+    assert fro.dtype is md.float32
+    sign, logabs = md.linalg.slogdet(md.asarray(x))
+    assert sign.dtype is md.complex64 and logabs.dtype is md.float32
+    np.testing.assert_allclose(float(logabs), np.linalg.slogdet(x)[1], rtol=1e-4)
+
+
+@pytest.mark.parametrize("make", [md.ones, md.zeros, md.empty])
+def test_creation_takes_the_standard_and_the_pytorch_shapes(make):
+    params = list(inspect.signature(make).parameters.values())
+    assert params[0].name == "shape"
+    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    for args, kwargs in [
+        (((2, 3),), {}),
+        ((2, 3), {}),
+        ((), {"shape": (2, 3)}),
+        (((2, 3),), {"dtype": md.int32, "device": "cpu"}),
+    ]:
+        out = make(*args, **kwargs)
+        assert out.shape == (2, 3)
+        assert out.dtype is kwargs.get("dtype", md.float32)
+    assert make(4).shape == (4,)
+    if make is not md.empty:
+        assert make(size=(1, 2)).shape == (1, 2)
+        np.testing.assert_array_equal(_np(make(2, 2)), np.full((2, 2), make is md.ones))
+
+
+def test_full_takes_the_standard_signature():
+    out = md.full((2, 3), 7, dtype=md.int32, device="cpu")
+    assert out.shape == (2, 3) and out.dtype is md.int32
+    assert _np(out).tolist() == np.full((2, 3), 7).tolist()
+
+
+def test_max_dimensions_is_the_frameworks_limit():
+    ndim = md.__array_namespace_info__().capabilities()["max dimensions"]
+    assert ndim == _bk().array_limits.ndim
+    md.zeros((1,) * ndim)  # the limit itself is a shape the framework holds
+    if _bk().name == "paddle":
+        assert ndim == 9
