@@ -134,3 +134,28 @@ def test_max_dimensions_is_the_frameworks_limit():
     md.zeros((1,) * ndim)  # the limit itself is a shape the framework holds
     if _bk().name == "paddle":
         assert ndim == 9
+
+
+@pytest.mark.parametrize("offset", [4, 9, -3, -8, 3, -2, 0])
+def test_diagonal_and_trace_past_the_last_diagonal(offset):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    d = md.linalg.diagonal(md.asarray(a), offset=offset)
+    want = np.diagonal(a, offset, -2, -1)
+    assert d.shape == want.shape and d.dtype is md.float32
+    np.testing.assert_array_equal(_np(d), want)
+    np.testing.assert_array_equal(_np(md.linalg.trace(md.asarray(a), offset=offset)), want.sum(-1))
+
+
+def test_integer_indexing_of_tensors_with_8_or_more_axes():
+    shape = (2, 3, 2, 2, 2, 2, 2, 2, 3)
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    x = md.asarray(a)
+    for key in [(1, 2, 0, 1, 1, 0, 1, 1, 2), (1, 2, 0, 1, 1, 0, 1, 1), (-1, -2, 0, 1, 1, 0, 1, -1)]:
+        np.testing.assert_array_equal(_np(x[key]), a[key])
+    rows = [np.array([0, 1]), np.array([1, 2])] + [np.array([1, 0])] * 6
+    got = x[tuple(md.asarray(r) for r in rows)]
+    np.testing.assert_array_equal(_np(got), a[tuple(rows)])
+    # eight index arrays after a slice: the indexed axes are not the leading ones
+    rows = [np.array([0, 2])] + [np.array([1, 0])] * 6 + [np.array([2, 1])]
+    got = x[(slice(None), *(md.asarray(r) for r in rows))]
+    np.testing.assert_array_equal(_np(got), a[(slice(None), *rows)])

@@ -30,6 +30,15 @@ def _matrix_power(x, n):
     return out
 
 
+def _diagonal(x, offset):
+    """``tf.linalg.diag_part`` rejects an offset past the last diagonal (k <= -M or k >= N);
+    the standard gives an empty diagonal there."""
+    m, n = x.shape[-2], x.shape[-1]
+    if offset >= n or offset <= -m:
+        return tf.zeros((*x.shape[:-2], 0), dtype=x.dtype)
+    return tf.linalg.diag_part(x, k=offset)
+
+
 LINALG = Extension(
     tf.linalg,
     qr=lambda x, mode: tf.linalg.qr(x, full_matrices=mode == "complete"),
@@ -37,7 +46,7 @@ LINALG = Extension(
     svdvals=lambda x: tf.linalg.svd(x, compute_uv=False),
     pinv=lambda x, rtol: tf.linalg.pinv(x, rcond=rtol),
     matrix_power=_matrix_power,
-    diagonal=lambda x, offset: tf.linalg.diag_part(x, k=offset),
+    diagonal=_diagonal,
     vector_norm=lambda x, ord: tf.norm(x, ord=ord, axis=-1),
 )
 
