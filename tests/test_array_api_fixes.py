@@ -191,7 +191,7 @@ def test_complex_linalg_works_or_says_the_kernel_is_missing(name):
 
 @pytest.mark.parametrize("dt", ["uint8", "int8", "int16", "int32"])
 def test_small_integer_sort_nonzero_and_cross(dt):
-    if dt == "int16" and md.int16 not in md.__array_namespace_info__().dtypes().values():
+    if dt == "int16" and md.int16 not in _bk().dtypes:
         pytest.skip(f"{_bk().name} has no int16")
     a = np.array([[3, 0, 1], [7, 2, 0]], dtype=dt)
     b = np.array([[1, 5, 2], [0, 3, 4]], dtype=dt)
@@ -228,3 +228,29 @@ def test_setitem_of_a_0d_tensor(dt):
     assert bool(x)
     x[md.asarray(True)] = 0
     assert not bool(x)
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int32", "int64"])
+def test_shifts_by_the_bit_width_or_more(dt):
+    info = np.iinfo(dt)
+    signed = [1, -1, 3, info.max, info.min, 0, 5, -7]
+    x = np.array(signed if info.min < 0 else [1, 3, 255, 0, 128, 7, 2, 200], dtype=dt)
+    for y in [0, 1, 3, info.bits - 2, info.bits - 1, info.bits, info.bits + 1, 2 * info.bits + 3]:
+        s = np.full(x.shape, y, dtype=dt)
+        clipped = np.minimum(s, info.bits - 1)
+        want_left = np.where(s >= info.bits, 0, np.left_shift(x, clipped)).astype(dt)
+        fill = np.where(x < 0, -1, 0).astype(dt)  # the sign fill for shifts past the width
+        want_right = np.where(s >= info.bits, fill, np.right_shift(x, clipped)).astype(dt)
+        got = md.bitwise_left_shift(md.asarray(x), md.asarray(s))
+        np.testing.assert_array_equal(_np(got), want_left, err_msg=f"{dt} << {y}")
+        got = md.bitwise_right_shift(md.asarray(x), md.asarray(s))
+        np.testing.assert_array_equal(_np(got), want_right, err_msg=f"{dt} >> {y}")
+
+
+def test_diagonal_and_trace_of_bool_matrices():
+    a = np.array([[True, False, True], [True, True, False]])
+    for offset in (0, 1, -1):
+        got = md.linalg.diagonal(md.asarray(a), offset=offset)
+        assert got.dtype is md.bool
+        np.testing.assert_array_equal(_np(got), np.diagonal(a, offset))
+    assert int(md.linalg.trace(md.asarray(a))) == int(np.trace(a))
