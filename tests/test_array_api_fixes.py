@@ -254,3 +254,19 @@ def test_diagonal_and_trace_of_bool_matrices():
         assert got.dtype is md.bool
         np.testing.assert_array_equal(_np(got), np.diagonal(a, offset))
     assert int(md.linalg.trace(md.asarray(a))) == int(np.trace(a))
+
+
+def test_pinv_of_complex_matrices():
+    _needs_complex()
+    a = _complex((2, 4, 3))
+    got = md.linalg.pinv(md.asarray(a))
+    assert got.dtype is md.complex64 and got.shape == (2, 3, 4)
+    np.testing.assert_allclose(_np(got), np.linalg.pinv(a), rtol=1e-3, atol=1e-4)
+
+
+def test_all_and_any_of_complex_count_the_imaginary_part():
+    _needs_complex()
+    x = md.asarray(np.array([1j, 2 + 0j, 0j], dtype=np.complex64))
+    assert bool(md.all(x[:2])) and not bool(md.all(x))
+    assert bool(md.any(x[2:] + 1j)) and not bool(md.any(x[2:]))
+    assert bool(md.all(md.asarray(np.complex64(1j))))

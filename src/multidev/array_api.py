@@ -499,7 +499,9 @@ def logical_not(x: Any, /) -> Tensor:
 
 def _truth_reduce(name: str):
     def fn(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:
-        x = ops.astype(as_tensor(x), _dt.bool, copy=False)
+        x = as_tensor(x)
+        # complex: true where either part is non-zero (TensorFlow's cast keeps only the real)
+        x = x != 0 if x._dtype.kind == "c" else ops.astype(x, _dt.bool, copy=False)
         axes = ops._axes(x, axis)
         return wrap(x, call(x, name, x._native, axes, keepdims), _dt.bool)
 
