@@ -47,10 +47,24 @@ def _cross(a, b):
     return paddle.cross(a, b, axis=-1)
 
 
+def _pinv(x, rtol):
+    """``paddle.linalg.pinv`` returns the conjugate of complex matrices' pseudo-inverse:
+    complex ones through their SVD (singular values at or below ``rtol`` times the largest
+    count as zero)."""
+    if not x.is_complex():
+        return paddle.linalg.pinv(x, rcond=rtol)
+    u, s, vh = paddle.linalg.svd(x, full_matrices=False)
+    keep = s > rtol * s.max(axis=-1, keepdim=True)
+    s_inv = paddle.where(keep, 1 / paddle.where(keep, s, paddle.ones_like(s)), paddle.zeros_like(s))
+    v = vh.conj().transpose([*range(vh.ndim - 2), vh.ndim - 1, vh.ndim - 2])
+    uh = u.conj().transpose([*range(u.ndim - 2), u.ndim - 1, u.ndim - 2])
+    return paddle.matmul(v * s_inv.unsqueeze(-2).astype(x.dtype), uh)
+
+
 LINALG = Extension(
     paddle.linalg,
     slogdet=_slogdet,
-    pinv=lambda x, rtol: paddle.linalg.pinv(x, rcond=rtol),
+    pinv=_pinv,
     cross=_cross,
     svdvals=_real_only("svdvals", _svdvals),
     cholesky=_real_only("cholesky", paddle.linalg.cholesky),
