@@ -245,21 +245,31 @@ class Jitted:
         params = _params(blocks, opts)
         grads = [bk.grad(p._var) for p in params]
         state_spec, state_vals = _opt_state(opts)
+        buffers = _buffers(blocks)
         key = (
             id(bk),
             hashable(spec),
             tuple(m.training for m in blocks),
             tuple(g is None for g in grads),
             state_spec,
+            tuple((id(m), name, b._dtype) for m, name, b in buffers),
         )
         entry = self._cache.get(key)
         if entry is _EAGER:
             return self.fn(*args, **kwargs)
         if entry is None:
-            entry = self._cache[key] = self._trace(bk, compile_, spec, params, opts, state_spec)
+            slots = [(m, name) for m, name, _ in buffers]
+            entry = self._cache[key] = self._trace(
+                bk, compile_, spec, params, opts, state_spec, slots
+            )
         compiled, holder = entry
         natives = [t._native for t in leaves]
-        inputs = natives + [g for g in grads if g is not None] + [v._native for v in state_vals]
+        inputs = [
+            *natives,
+            *(g for g in grads if g is not None),
+            *(v._native for v in state_vals),
+            *(b._native for _, _, b in buffers),
+        ]
         traced_before = holder["traces"]
         snapshot = _snapshot(params, opts, bk)
         try:
@@ -283,22 +293,33 @@ class Jitted:
                 "counter), which a traced graph would replay as constants"
             )
             return self.fn(*args, **kwargs)
-        n_out, n_grad = holder["n_out"], len(params)
-        out_natives, grad_natives, state_natives = (
-            list(out[:n_out]),
-            list(out[n_out : n_out + n_grad]),
-            list(out[n_out + n_grad :]),
-        )
+        n_out, n_grad, n_state = holder["n_out"], len(params), len(holder["state_out"])
+        out = list(out)
+        out_natives = out[:n_out]
+        grad_natives = out[n_out : n_out + n_grad]
+        state_natives = out[n_out + n_grad : n_out + n_grad + n_state]
         for p, g in zip(params, grad_natives, strict=True):
             bk.set_grad(p._var, g)
         _write_state(holder["state_out"], state_natives, opts, params, bk)
+        for (m, name, b), n in zip(buffers, out[n_out + n_grad + n_state :], strict=True):
+            m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
         return build(
             holder["out"], out_natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt)
         )
 
     def _trace(
-        self, bk: Any, compile_: Any, spec: Any, params: list, opts: list, state_spec: Any
+        self,
+        bk: Any,
+        compile_: Any,
+        spec: Any,
+        params: list,
+        opts: list,
+        state_spec: Any,
+        slots: list[tuple[Any, str]],
     ) -> tuple[Any, dict]:
+        """``fn`` as the compiler's function of (inputs, gradients, optimiser state, buffers)
+        returning (outputs, gradients, optimiser state, buffers): the Python objects hold
+        traced values only while it traces, and their own values again after."""
         holder: dict[str, Any] = {"traces": 0}
         fn = self.fn
 
@@ -314,19 +335,26 @@ class Jitted:
                 if g is not None:
                     bk.set_grad(p._var, rest[k])
                     k += 1
-            _write_state(state_spec, rest[k:], opts, params, bk)
+            n_state = len(state_spec)
+            _write_state(state_spec, rest[k : k + n_state], opts, params, bk)
             python_before = _python_state(opts)
             convert = getattr(bk, "jit_variable", None)
             saved = [(p, p._native) for p in params]
             if convert is not None:
                 for p in params:
                     p._native = convert(p._var)
+            kept = [m._buffers[name] for m, name in slots]
+            for (m, name), b, n in zip(slots, kept, rest[k + n_state :], strict=True):
+                m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
             try:
                 with keep_last_recording(), inside():
                     out = fn(*args, **kwargs)
+                out_buffers = [m._buffers[name]._native for m, name in slots]
             finally:
                 for p, n in saved:
                     p._native = n
+                for (m, name), b in zip(slots, kept, strict=True):
+                    m._buffers[name] = b
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
             holder["out"] = flatten(out, out_leaves)
@@ -338,6 +366,7 @@ class Jitted:
                 *(t._native for t in out_leaves),
                 *out_grads,
                 *(t._native for t in out_vals),
+                *out_buffers,
             )
 
         return compile_(body), holder
@@ -365,6 +394,11 @@ def _params(blocks: list, opts: list) -> list:
             for p in group["params"]:
                 seen.setdefault(id(p), p)
     return list(seen.values())
+
+
+def _buffers(blocks: list) -> list[tuple[Any, str, Tensor]]:
+    """Each (block, name, tensor) of the blocks' buffers that hold a tensor."""
+    return [(m, k, b) for m in blocks for k, b in m._buffers.items() if b is not None]
 
 
 def _opt_state(opts: list) -> tuple[tuple, list[Tensor]]:

@@ -116,6 +116,41 @@ def test_train_step_equals_eager(bk):
 
 
 @pytest.mark.requires("autograd")
+def test_train_step_updates_buffers_like_eager(bk):
+    """BatchNorm's running statistics and batch count after jitted training steps are eager's
+    (a compiler that traces once must carry buffers in and out, as it does optimiser state)."""
+    X, y = _data(8)
+
+    def run(compiled: bool):
+        md.manual_seed(3)
+        net = nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 3))
+        opt = md.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(X, y):
+            with md.autograd.record():
+                loss = ((net(X) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        fn = md.jit(step) if compiled else step
+        losses = [fn(X, y).item() for _ in range(3)]
+        net.eval()
+        return losses, _values(net), net(X).numpy()
+
+    eager = run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)
+        jitted = run(True)
+    assert int(jitted[1]["1.num_batches_tracked"]) == 3
+    np.testing.assert_allclose(jitted[0], eager[0], rtol=RTOL, atol=ATOL)
+    for k, v in eager[1].items():
+        np.testing.assert_allclose(jitted[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
+    np.testing.assert_allclose(jitted[2], eager[2], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.requires("autograd")
 def test_gradient_left_for_the_caller(bk):
     """A compiled function that leaves gradients behind leaves eager's gradients."""
     X, y = _data()
