@@ -47,6 +47,8 @@ __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
 _CPU = Device("cpu", 0)
 _SCALARS = (bool, int, float)
+#: pairs per ``multi_sgd_update`` call: the size of the kernel's fixed parameter block
+MULTI_UPDATE_MAX = 60
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
@@ -222,3 +224,24 @@ class Backend(Jit, Autograd, AdapterBase):
         else:
             x += y * alpha
         return x
+
+    def add_scaled_many_(self, xs, ys, alpha: float) -> list:
+        """``x += alpha * y`` for each pair: MXNet's multi-tensor ``multi_sgd_update`` (the
+        kernel Gluon's Trainer batches its updates with), at most ``MULTI_UPDATE_MAX`` pairs
+        per call (the kernel's fixed limit; more crash the process); ``add_scaled_`` for
+        empty and non-floating tensors."""
+        if tracing():
+            untraceable(WRITES_IN_PLACE)
+        batch = []
+        for x, y in zip(xs, ys, strict=True):
+            if x.dtype in FLOATS and x.size:
+                batch.append((x, y))
+            else:
+                self.add_scaled_(x, y, alpha)
+        for start in range(0, len(batch), MULTI_UPDATE_MAX):
+            chunk = batch[start : start + MULTI_UPDATE_MAX]
+            ws = [x.as_nd_ndarray() for x, _ in chunk]
+            args = [a for w, (_, y) in zip(ws, chunk, strict=True) for a in (w, y.as_nd_ndarray())]
+            n = len(chunk)
+            mx.nd.multi_sgd_update(*args, lrs=(-alpha,) * n, wds=(0.0,) * n, num_weights=n, out=ws)
+        return list(xs)
