@@ -158,7 +158,7 @@ class Autograd:
     def clear_grads(self, variables: Sequence[Any]) -> None:
         """Drop the variables' gradients: their buffers are zeroed (the next backward adds
         into them) by one ``reset_arrays`` operation for them all."""
-        buffers = []
+        buffers: list[Any] = []
         for var in variables:
             if var.grad_req == "null":
                 continue
