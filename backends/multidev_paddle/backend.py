@@ -88,9 +88,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._places[paddle.CPUPlace()] = _CPU
         self._by_name: dict[str, Device] = {}
 
-    def version(self) -> str:
-        return str(paddle.__version__)
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to Paddle (0 for a CPU build)."""
@@ -137,9 +134,6 @@ class Backend(Jit, Autograd, AdapterBase):
     # tensors ---------------------------------------------------------------
     def native_dtype_name(self, native: Any) -> str:
         return dtype_name(native)
-
-    def shape_of(self, x) -> tuple[int, ...]:
-        return tuple(x.shape)
 
     def from_numpy(self, arr: np.ndarray, dev: Device):
         """Zero-copy (DLPack) on the CPU; read-only, non-contiguous, misaligned or byte-swapped

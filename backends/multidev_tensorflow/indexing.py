@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from multidev.contract import key_axes
+
 __all__ = ["getitem", "setitem"]
 
 _TENSORS = (tf.Tensor, tf.Variable)
@@ -116,45 +118,19 @@ def _index(k, n: int):
     return tf.where(k < 0, k + n, k)
 
 
-def _expand(keys: tuple, ndim: int) -> list:
-    """The key with Ellipsis replaced by full slices and trailing full slices added."""
-    consumed = 0
-    ellipses = 0
-    for k in keys:
-        if k is Ellipsis:
-            ellipses += 1
-        elif k is None or isinstance(k, bool):
-            continue
-        elif isinstance(k, _TENSORS) and k.dtype == tf.bool:
-            consumed += k.shape.rank
-        else:
-            consumed += 1
-    if ellipses > 1:
-        raise IndexError("Expected at most one Ellipsis (...) in an index. Received: several")
-    if consumed > ndim:
-        raise IndexError(
-            f"Expected at most {ndim} indices for a {ndim}-d tensor. Received: {consumed}"
-        )
-    out: list = []
-    for k in keys:
-        if k is Ellipsis:
-            out.extend([_FULL] * (ndim - consumed))
-        else:
-            out.append(k)
-    if not ellipses:
-        out.extend([_FULL] * (ndim - consumed))
-    return out
+def _mask_ndim(k) -> int | None:
+    return k.shape.rank if isinstance(k, _TENSORS) and k.dtype == tf.bool else None
 
 
 def _advanced(x, keys: tuple):
     shape = x.shape.as_list()
-    items = _expand(tuple(_as_tensor(k) for k in keys), len(shape))
+    items = key_axes(tuple(_as_tensor(k) for k in keys), len(shape), _mask_ndim)
     basic: list = []
     adv: list = []  # (axis of the basic-indexed tensor, int64 index tensor)
     arrays = 0
     mask_at = None
-    axis = dim = 0
-    for k in items:
+    axis = 0
+    for k, dim in items:
         if k is None:
             basic.append(None)
             axis += 1
@@ -166,7 +142,6 @@ def _advanced(x, keys: tuple):
         elif isinstance(k, slice):
             basic.append(k)
             axis += 1
-            dim += 1
         elif isinstance(k, _TENSORS) and k.dtype == tf.bool:
             m = k.shape.rank
             if k.shape.as_list() != shape[dim : dim + m]:
@@ -181,13 +156,11 @@ def _advanced(x, keys: tuple):
                 adv.append((axis, coords[:, j]))
                 axis += 1
             arrays += 1
-            dim += m
         else:
             basic.append(_FULL)
             adv.append((axis, _index(k, shape[dim])))
             arrays += isinstance(k, _TENSORS)
             axis += 1
-            dim += 1
     if any(b is None or b != _FULL for b in basic):
         x = x[tuple(basic)]
     if mask_at is not None and arrays == 1 and len(adv) == mask_at[1].shape.rank:
