@@ -70,7 +70,20 @@ def _take(x, ints: tuple):
         pos.append(i + n if i < 0 else i)
     if len(pos) == 1:
         return tf.gather(x, pos[0])
+    if len(pos) > _GATHER_ND_COLUMNS:
+        flat = int(np.ravel_multi_index(pos, shape[: len(pos)]))
+        return tf.gather(_merge_leading(x, len(pos)), flat)
     return tf.gather_nd(x, pos)
+
+
+#: tf.gather_nd takes at most 7 index columns; more indexed axes are merged into one first
+_GATHER_ND_COLUMNS = 7
+
+
+def _merge_leading(x, k: int):
+    """``x`` with its first ``k`` axes merged into one (row-major), for one ``tf.gather``."""
+    shape = tf.shape(x)
+    return tf.reshape(x, tf.concat([[tf.reduce_prod(shape[:k])], shape[k:]], axis=0))
 
 
 def _reason(e: tf.errors.OpError) -> str:
@@ -185,7 +198,12 @@ def _gather_nd(x, adv: list):
     perm = axes + rest
     if perm != list(range(rank)):
         x = tf.transpose(x, perm)
-    out = tf.gather_nd(x, idx)
+    if len(axes) > _GATHER_ND_COLUMNS:
+        strides = np.cumprod([1, *x.shape.as_list()[len(axes) - 1 : 0 : -1]])[::-1]
+        flat = tf.tensordot(tf.cast(idx, tf.int64), tf.constant(strides, tf.int64), 1)
+        out = tf.gather(_merge_leading(x, len(axes)), flat)
+    else:
+        out = tf.gather_nd(x, idx)
     first = axes[0]
     if first > 0 and axes == list(range(first, first + len(axes))):
         nb = len(bshape)
