@@ -150,15 +150,24 @@ class Autograd:
                 "Parameter with grad_req='null' (integer or bool values)."
             )
         if value is None:
-            for g in var.list_grad():
-                if g.size:
-                    legacy = g.as_nd_ndarray()  # same memory; the legacy op is the fast fill
-                    mx.nd.zeros_like(legacy, out=legacy)
-            _data(var)._fresh_grad = False
-            setattr(var, _HAS_GRAD, False)
+            self.clear_grads([var])
             return
         var.grad(var.list_ctx()[0])[...] = value
         setattr(var, _HAS_GRAD, True)
+
+    def clear_grads(self, variables: Sequence[Any]) -> None:
+        """Drop the variables' gradients: their buffers are zeroed (the next backward adds
+        into them) by one ``reset_arrays`` operation for them all."""
+        buffers: list[Any] = []
+        for var in variables:
+            if var.grad_req == "null":
+                continue
+            # legacy views share the memory; reset_arrays is a legacy multi-array op
+            buffers.extend(g.as_nd_ndarray() for g in var.list_grad() if g.size)
+            _data(var)._fresh_grad = False
+            setattr(var, _HAS_GRAD, False)
+        if buffers:
+            mx.nd.reset_arrays(*buffers, num_arrays=len(buffers))
 
     def native_module(self, block: Any) -> NativeBlock:
         return NativeBlock(block)

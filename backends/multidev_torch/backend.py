@@ -165,5 +165,13 @@ class Backend(Jit, Autograd, AdapterBase):
         with torch.no_grad():
             return x.add_(y, alpha=alpha)
 
+    def add_scaled_many_(self, xs, ys, alpha: float) -> list[torch.Tensor]:
+        """``x += alpha * y`` for each pair in one multi-tensor kernel launch group
+        (``torch._foreach_add_``, what ``torch.optim.SGD(foreach=True)`` applies its step
+        with)."""
+        with torch.no_grad():
+            torch._foreach_add_(list(xs), list(ys), alpha=alpha)
+        return list(xs)
+
     def from_dlpack(self, obj) -> torch.Tensor:
         return torch.from_dlpack(obj)

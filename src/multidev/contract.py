@@ -569,6 +569,13 @@ class AdapterBase:
         where the framework's tensors are immutable. Adapters override it with a fused op."""
         return self.setitem(x, Ellipsis, self.ops.add(x, self.ops.multiply(y, alpha)))
 
+    def add_scaled_many_(self, xs: Sequence[Any], ys: Sequence[Any], alpha: float) -> list[Any]:
+        """``x += alpha * y`` in place for each pair (the optimisers' update of a parameter
+        group; the tensors share one device and dtype); returns the xs as ``add_scaled_``
+        does. Optional: this default runs ``add_scaled_`` per pair; adapters whose framework
+        has a multi-tensor kernel override it to update every pair in a few launches."""
+        return [self.add_scaled_(x, y, alpha) for x, y in zip(xs, ys, strict=True)]
+
 
 class EagerAutograd:
     """The ``Autograd`` primitives of a framework that records eagerly and keeps a variable's

@@ -15,7 +15,7 @@ are recorded and run when the layer's first call gives it a shape.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 import numpy as np
@@ -282,3 +282,20 @@ def same_backend(p: Parameter, value: Any) -> Tensor:
     if t._dtype is not p._dtype:
         t = t.astype(p._dtype)
     return t
+
+
+def clear_grads(params: Iterable[Parameter]) -> None:
+    """``p.grad = None`` for every parameter: one ``clear_grads`` call per adapter that batches
+    it (the optional hook: drop the gradients of a list of variables at once), the per-variable
+    ``set_grad(var, None)`` elsewhere."""
+    batched: dict[int, tuple[Callable[[list[Any]], None], list[Parameter]]] = {}
+    for p in params:
+        hook = getattr(p._bk, "clear_grads", None)
+        if hook is None or p._var is None:
+            p.grad = None
+        else:
+            batched.setdefault(id(p._bk), (hook, []))[1].append(p)
+    for hook, ps in batched.values():
+        hook([p._var for p in ps])
+        for p in ps:
+            p._grad = None

@@ -2,7 +2,9 @@
 
 ``step()`` updates every parameter that has a gradient, in place (the parameters keep their
 identity, storage and device; nothing is recorded); the final ``p += alpha * update`` of each
-rule goes through the adapter's fused update (``add_scaled_``). The same training loop gives
+rule goes through the adapter's fused update, applied at the end of ``step()`` for every
+parameter at once (``add_scaled_many_``: one multi-tensor kernel per device, dtype and step
+size where the framework has one, ``add_scaled_`` per parameter otherwise). The same training loop gives
 the same numbers as ``torch.optim`` within float32 rounding. ``zero_grad()`` drops the
 gradients. Hyperparameters live in ``opt.param_groups`` (a list of dicts, as in PyTorch; the
 constructor also takes a list of groups with their own ``lr``, ``weight_decay``, …), so a
@@ -29,6 +31,7 @@ from ..creation import full_like, zeros_like
 from ..dispatch import check_same as _check_same
 from ..dispatch import on as _on
 from ..errors import StateDictError
+from ..nn.parameter import clear_grads
 from ..tensors import Tensor
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
@@ -48,15 +51,45 @@ def _check_lr(lr: Any) -> None:
     )
 
 
-def _add_scaled_(data: Tensor, update: Tensor, alpha: float) -> None:
-    """``data += alpha * update`` in place, through the adapter's fused update."""
-    bk = data._bk
-    if update._bk is not bk or update._dev is not data._dev:
-        _check_same(data, update)
-    u = update._native
-    if update._dtype is not data._dtype:
-        u = _on(bk, data._dev, bk.ops.astype, u, data._dtype)
-    data._native = _on(bk, data._dev, bk.add_scaled_, data._native, u, alpha)
+class _Updates:
+    """The ``data += alpha * update`` of one ``step()``, queued and applied together: one
+    ``add_scaled_many_`` call per adapter, device, dtype and alpha (the per-pair
+    ``add_scaled_`` where an adapter lacks the hook)."""
+
+    def __init__(self) -> None:
+        self._queued: dict[tuple, tuple[list[Tensor], list[Any]]] = {}
+
+    def add(self, data: Tensor, update: Tensor, alpha: float) -> None:
+        bk = data._bk
+        if update._bk is not bk or update._dev is not data._dev:
+            _check_same(data, update)
+        u = update._native
+        if update._dtype is not data._dtype:
+            u = _on(bk, data._dev, bk.ops.astype, u, data._dtype)
+        key = (id(bk), data._dev, data._dtype, alpha)
+        queued = self._queued.get(key)
+        if queued is None:
+            queued = self._queued[key] = ([], [])
+        queued[0].append(data)
+        queued[1].append(u)
+
+    def apply(self) -> None:
+        try:
+            for (_, dev, _, alpha), (datas, us) in self._queued.items():
+                bk = datas[0]._bk
+                xs = [d._native for d in datas]
+                many = getattr(bk, "add_scaled_many_", None)
+                if many is None:
+                    outs = [
+                        _on(bk, dev, bk.add_scaled_, x, u, alpha)
+                        for x, u in zip(xs, us, strict=True)
+                    ]
+                else:
+                    outs = _on(bk, dev, many, xs, us, alpha)
+                for d, out in zip(datas, outs, strict=True):
+                    d._native = out
+        finally:
+            self._queued.clear()
 
 
 def _state_value(value: Any, p: Any, key: str) -> Any:
@@ -95,6 +128,7 @@ class Optimizer:
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[Any, dict[str, Any]] = {}
+        self._updates = _Updates()
         if isinstance(params, Tensor):
             raise TypeError(
                 "Expected an iterable of Parameters (e.g. net.parameters()). Received: a single "
@@ -162,11 +196,12 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient (``set_to_none=False``: set it to zeros)."""
+        if set_to_none:
+            clear_grads([p for group in self.param_groups for p in group["params"]])
+            return
         for group in self.param_groups:
             for p in group["params"]:
-                if set_to_none:
-                    p.grad = None
-                elif p.grad is not None:
+                if p.grad is not None:
                     p.grad = zeros_like(p.grad)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -188,10 +223,15 @@ class Optimizer:
                     if state is None:
                         state = self.state[p] = {}
                     self._update(p, grad, group, state)
+            self._updates.apply()
         return loss
 
     def _update(self, p: Any, grad: Tensor, group: dict[str, Any], state: dict[str, Any]):
         raise NotImplementedError
+
+    def _add_scaled_(self, data: Tensor, update: Tensor, alpha: float) -> None:
+        """``data += alpha * update``, applied with the step's other updates at its end."""
+        self._updates.add(data, update, alpha)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -328,7 +368,7 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad * (1 - group["dampening"])
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        _add_scaled_(data, grad, -group["lr"])
+        self._add_scaled_(data, grad, -group["lr"])
 
 
 class Adam(Optimizer):
@@ -391,7 +431,7 @@ class Adam(Optimizer):
             v = state["max_exp_avg_sq"] = ops.maximum(state["max_exp_avg_sq"], v)
         step_size = lr / (1 - beta1**step)
         denom = ops.sqrt(v) / math.sqrt(1 - beta2**step) + group["eps"]
-        _add_scaled_(data, m / denom, -step_size)
+        self._add_scaled_(data, m / denom, -step_size)
 
 
 class AdamW(Adam):
@@ -466,9 +506,9 @@ class RMSprop(Optimizer):
             avg = ops.sqrt(v) + group["eps"]
         if momentum > 0:
             buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
-            _add_scaled_(data, buf, -group["lr"])
+            self._add_scaled_(data, buf, -group["lr"])
         else:
-            _add_scaled_(data, grad / avg, -group["lr"])
+            self._add_scaled_(data, grad / avg, -group["lr"])
 
 
 class Adagrad(Optimizer):
@@ -510,4 +550,4 @@ class Adagrad(Optimizer):
         grad = _decayed(grad, data, group["weight_decay"])
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         s = state["sum"] = state["sum"] + grad * grad
-        _add_scaled_(data, grad / (ops.sqrt(s) + group["eps"]), -clr)
+        self._add_scaled_(data, grad / (ops.sqrt(s) + group["eps"]), -clr)
