@@ -331,43 +331,30 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     return Tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
-#: (op name, adapter) -> the adapter's native op, looked up once
-_NATIVE_OPS: dict[tuple[str, Any], Any] = {}
 #: the dtypes whose ``/`` (floating) and ``&``/``|`` (bool) need no promotion
 _FAST_DTYPES = {
     DIV: frozenset(d for d in _dt.ALL if d.kind == "f"),
     LOGIC: frozenset({_dt.bool}),
 }
+_new = object.__new__
+_BOOL = _dt.bool
 
 
-def _native_op(name: str, bk: Any) -> Any:
-    fn = _NATIVE_OPS[name, bk] = getattr(bk.ops, name)
+def _native_op(natives: dict[Any, Any], name: str, bk: Any) -> Any:
+    """The adapter's native op ``name``, stored in one operator's table ``natives``."""
+    fn = natives[bk] = getattr(bk.ops, name)
     return fn
 
 
 def make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
-    dtype, no device scope needed) handled without further calls. The native op is looked
-    up once per adapter. The closures hold constants only (what they reach otherwise is a
-    module global): torch.compile inlines them without a graph break."""
+    dtype, no device scope needed) handled in its own frame: the operands are compared by
+    identity, the native op is looked up once per adapter, and the result is made without
+    calling ``Tensor.__init__``. Each operator's closure holds its name, kind and its table of
+    native ops by adapter; torch.compile inlines it without a graph break."""
+    natives: dict[Any, Any] = {}
     if kind in (ARITH, CMP):
         is_cmp = kind == CMP
-
-        def operator(self, other):
-            if type(other) is Tensor:
-                bk = self._bk
-                dev = self._dev
-                dt = self._dtype
-                if other._bk is bk and other._dev is dev and other._dtype is dt:
-                    scoped = bk.scoped_devices
-                    if not scoped or dev not in scoped:
-                        fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
-                        return Tensor(
-                            fn(self._native, other._native), bk, dev, _dt.bool if is_cmp else dt
-                        )
-            return binop(self, other, name, kind)
-
-    else:
 
         def operator(self, other):
             if type(other) is Tensor:
@@ -378,11 +365,41 @@ def make_operator(name: str, kind: int):
                     other._bk is bk
                     and other._dev is dev
                     and other._dtype is dt
-                    and dt in _FAST_DTYPES[kind]
-                    and (not bk.scoped_devices or dev not in bk.scoped_devices)
+                    and dev not in bk.scoped_devices
                 ):
-                    fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
-                    return Tensor(fn(self._native, other._native), bk, dev, dt)
+                    out = _new(Tensor)
+                    out._native = (natives.get(bk) or _native_op(natives, name, bk))(
+                        self._native, other._native
+                    )
+                    out._bk = bk
+                    out._dev = dev
+                    out._dtype = _BOOL if is_cmp else dt
+                    return out
+            return binop(self, other, name, kind)
+
+    else:
+        fast = _FAST_DTYPES[kind]
+
+        def operator(self, other):
+            if type(other) is Tensor:
+                bk = self._bk
+                dev = self._dev
+                dt = self._dtype
+                if (
+                    other._bk is bk
+                    and other._dev is dev
+                    and other._dtype is dt
+                    and dt in fast
+                    and dev not in bk.scoped_devices
+                ):
+                    out = _new(Tensor)
+                    out._native = (natives.get(bk) or _native_op(natives, name, bk))(
+                        self._native, other._native
+                    )
+                    out._bk = bk
+                    out._dev = dev
+                    out._dtype = dt
+                    return out
             return binop(self, other, name, kind)
 
     def reflected(self, other):
