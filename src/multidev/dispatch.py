@@ -337,12 +337,15 @@ _FAST_DTYPES = {
     LOGIC: frozenset({_dt.bool}),
 }
 _new = object.__new__
+#: (op name, adapter) -> the adapter's native op, looked up once. A module global, not a
+#: closure cell: torch.compile reads a global dict keyed by adapters, but cannot rebuild one
+#: held in a closure once it has entries
+_NATIVE_OPS: dict[tuple[str, Any], Any] = {}
 _BOOL = _dt.bool
 
 
-def _native_op(natives: dict[Any, Any], name: str, bk: Any) -> Any:
-    """The adapter's native op ``name``, stored in one operator's table ``natives``."""
-    fn = natives[bk] = getattr(bk.ops, name)
+def _native_op(name: str, bk: Any) -> Any:
+    fn = _NATIVE_OPS[name, bk] = getattr(bk.ops, name)
     return fn
 
 
@@ -350,9 +353,8 @@ def make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
     dtype, no device scope needed) handled in its own frame: the operands are compared by
     identity, the native op is looked up once per adapter, and the result is made without
-    calling ``Tensor.__init__``. Each operator's closure holds its name, kind and its table of
-    native ops by adapter; torch.compile inlines it without a graph break."""
-    natives: dict[Any, Any] = {}
+    calling ``Tensor.__init__``. The closures hold constants only (what they reach otherwise
+    is a module global): torch.compile inlines them without a graph break."""
     if kind in (ARITH, CMP):
         is_cmp = kind == CMP
 
@@ -368,7 +370,7 @@ def make_operator(name: str, kind: int):
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(Tensor)
-                    out._native = (natives.get(bk) or _native_op(natives, name, bk))(
+                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
                     out._bk = bk
@@ -378,8 +380,6 @@ def make_operator(name: str, kind: int):
             return binop(self, other, name, kind)
 
     else:
-        fast = _FAST_DTYPES[kind]
-
         def operator(self, other):
             if type(other) is Tensor:
                 bk = self._bk
@@ -389,11 +389,11 @@ def make_operator(name: str, kind: int):
                     other._bk is bk
                     and other._dev is dev
                     and other._dtype is dt
-                    and dt in fast
+                    and dt in _FAST_DTYPES[kind]
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(Tensor)
-                    out._native = (natives.get(bk) or _native_op(natives, name, bk))(
+                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
                     out._bk = bk
