@@ -35,8 +35,14 @@ LOADERS = {
         layer = paddle.jit.load(PATH)
         out = layer(paddle.to_tensor(x)).numpy()
     """,
+    "mxnet": """
+        import mxnet as mx
+        mx.npx.set_np()
+        net = mx.gluon.SymbolBlock.imports(PATH + "-symbol.json", ["data"], PATH + "-0000.params")
+        out = net(mx.np.array(x)).asnumpy()
+    """,
 }
-SUFFIX = {"torch": ".pt2", "tensorflow": "", "paddle": ""}
+SUFFIX = {"torch": ".pt2", "tensorflow": "", "paddle": "", "mxnet": ""}
 
 
 def _net() -> nn.Block:

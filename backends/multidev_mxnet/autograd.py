@@ -6,44 +6,73 @@ each gluon ``Parameter``'s gradient buffer, which ``make_variable`` creates with
 PyTorch. (A gluon ``Trainer`` over these parameters therefore needs the gradients zeroed
 between steps too: ``opt.zero_grad()``, or ``zero_grad()`` on each parameter.) A buffer
 counts as holding a gradient once a backward wrote it (``_fresh_grad``), until it is zeroed.
-``native_module(block)`` is a gluon ``Block`` holding the Block's gluon Parameters.
+``native_module(block)`` is a gluon ``HybridBlock`` holding the Block's gluon Parameters;
+its ``hybridize()`` is the Block's (the forward runs as a ``CachedOp``) and its ``export``
+writes Gluon's symbol + params files.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import mxnet as mx
 from mxnet import gluon
 
-from multidev.errors import JitWarning
 from multidev.nn.native import NativeBlockMixin, call
+from multidev.tracing import tracing, untraceable
 
-from .jit import UNSUPPORTED
+from .jit import STEP
 
 __all__ = ["Autograd", "NativeBlock"]
 
 #: set on a gluon Parameter while its gradient buffer holds a gradient
 _HAS_GRAD = "_multidev_has_grad"
-_RESERVED = frozenset(dir(gluon.Block))
+_RESERVED = frozenset(dir(gluon.HybridBlock))
 _NOT_RECORDED = "not in a computational graph"
 
 
-class NativeBlock(NativeBlockMixin, gluon.Block):
-    """A gluon ``Block`` view of a multidev Block: sub-blocks and Parameters under the Block's
-    names (no copies); ``collect_params()`` keys them by their multidev names (``"0.weight"``);
-    calling it runs the Block on ``mxnet.numpy`` arrays (legacy ``mx.nd.NDArray`` inputs are
-    viewed as such arrays, zero-copy)."""
+class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
+    """A gluon ``HybridBlock`` view of a multidev Block: sub-blocks and Parameters under the
+    Block's names (no copies); ``collect_params()`` keys them by their multidev names
+    (``"0.weight"``); calling it runs the Block on ``mxnet.numpy`` arrays (legacy
+    ``mx.nd.NDArray`` inputs are viewed as such arrays, zero-copy). ``hybridize()`` compiles
+    the Block's forward into a ``CachedOp``; ``export(path)`` after a hybridized call writes
+    ``path-symbol.json`` and ``path-0000.params``."""
 
-    _md_framework_class = "gluon.Block"
+    _md_framework_class = "gluon.HybridBlock"
     _md_reserved = _RESERVED
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
         self._md_mirror(block, memo)
+        object.__setattr__(self, "_md_last_inputs", None)
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Compile the Block's forward (``block.hybridize(active)``); Gluon's keyword
+        options (``static_alloc``, ``static_shape``) are what multidev uses anyway."""
+        self._md_block.hybridize(active)
+
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> None:
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (epoch) as Gluon does, for
+        the input shapes of the last call. Raises RuntimeError before a hybridized call."""
+        if self._md_last_inputs is None or "forward" not in self._md_block.__dict__:
+            raise RuntimeError(
+                "Expected a hybridized block that ran once before export. Received: none yet. "
+                "Call net.hybridize() and run a forward pass (net(x)) first."
+            )
+        inputs = tuple(
+            mx.np.zeros(shape, dtype=dtype, ctx=ctx) for shape, dtype, ctx in self._md_last_inputs
+        )
+        self._md_block_backend().export(self._md_block, path, inputs, epoch)
+
+    def _md_block_backend(self) -> Any:
+        for p in self._md_block.parameters():
+            return p._bk
+        from multidev import registry
+
+        return registry.current()
 
     def collect_params(self, select: str | None = None) -> gluon.ParameterDict:
         """The Block's gluon Parameters by multidev name, those matching ``select`` (a regular
@@ -62,6 +91,12 @@ class NativeBlock(NativeBlockMixin, gluon.Block):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         args = tuple(_np_array(x) for x in args)
         kwargs = {k: _np_array(x) for k, x in kwargs.items()}
+        if "forward" in self._md_block.__dict__ and not kwargs:
+            object.__setattr__(
+                self,
+                "_md_last_inputs",
+                [(x.shape, x.dtype, x.ctx) for x in args if isinstance(x, mx.np.ndarray)],
+            )
         return call(self._md_block, args, kwargs)
 
 
@@ -71,11 +106,6 @@ def _np_array(x: Any) -> Any:
     if isinstance(x, mx.nd.NDArray) and not isinstance(x, mx.np.ndarray):
         return x.as_np_ndarray()
     return x
-
-    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        """Says that this block stays eager (an ``md.JitWarning``) instead of doing nothing."""
-        if active:
-            warnings.warn(f"net.native.hybridize() runs eagerly: {UNSUPPORTED}", JitWarning, 2)
 
 
 def _data(var):
@@ -92,6 +122,8 @@ class Autograd:
         return mx.autograd.pause()
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
+        if tracing():  # md.jit traced a training step: it compiles the step's forwards
+            untraceable(STEP)
         try:
             loss.backward(out_grad=gradient, retain_graph=retain_graph)
         except mx.base.MXNetError as e:

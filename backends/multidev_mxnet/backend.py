@@ -33,11 +33,12 @@ from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits, env_count
 from multidev.device import Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
+from multidev.tracing import tracing, untraceable
 
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
-from .jit import Jit
+from .jit import READS_VALUES, WRITES_IN_PLACE, Jit
 from .linalg import FFT, LINALG
 from .ops import FLOATS, OPS
 
@@ -68,7 +69,7 @@ class Backend(Jit, Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
     name = "mxnet"
-    capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64"})
+    capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64", "jit"})
     tensor_types = (mnp.ndarray,)
     dtypes = NATIVE
     dtype_alternatives = ALTERNATIVES
@@ -158,7 +159,10 @@ class Backend(Jit, Autograd, AdapterBase):
         return mnp.array(arr, dtype=dtype, ctx=self.native_device(dev))
 
     def to_numpy(self, x) -> np.ndarray:
-        """A host copy of the values (waits for pending operations on x)."""
+        """A host copy of the values (waits for pending operations on x). Stops a graph
+        trace (``md.jit``), which would replay the values as constants."""
+        if tracing():
+            untraceable(READS_VALUES)
         return x.asnumpy()
 
     def to_device(self, x, dev: Device) -> mnp.ndarray:
@@ -176,6 +180,8 @@ class Backend(Jit, Autograd, AdapterBase):
         return mnp.empty(shape, dtype=self.native_dtype(dt), ctx=self.native_device(dev))
 
     def setitem(self, x, key, value):
+        if tracing():
+            untraceable(WRITES_IN_PLACE)
         return setitem(x, key, value)
 
     def seed(self, seed: int) -> None:
@@ -208,6 +214,8 @@ class Backend(Jit, Autograd, AdapterBase):
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y`` in place: MXNet's fused ``sgd_update`` kernel (``w -= lr * g``
         with ``lr = -alpha``) on legacy views of the same memory, for floating point."""
+        if tracing():
+            untraceable(WRITES_IN_PLACE)
         if x.dtype in FLOATS and x.size:
             w = x.as_nd_ndarray()
             mx.nd.sgd_update(w, y.as_nd_ndarray(), lr=-alpha, wd=0.0, out=w)

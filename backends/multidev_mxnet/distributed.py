@@ -18,15 +18,16 @@ __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
 
 
 class _Keys:
-    """One kvstore key per (shape, dtype), initialised the first time it is used (a
-    collective on ``dist_sync``: every rank uses the same shapes in the same order)."""
+    """One kvstore key per (shape, dtype, slot), initialised the first time it is used (a
+    collective on ``dist_sync``: every rank uses the same shapes in the same order). Arrays
+    pushed together in one call take slots 0, 1, … so that no two share a key."""
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv
         self.keys: dict[tuple, str] = {}
 
-    def __call__(self, x: Any) -> str:
-        sig = (tuple(x.shape), str(x.dtype))
+    def __call__(self, x: Any, slot: int = 0) -> str:
+        sig = (tuple(x.shape), str(x.dtype), slot)
         key = self.keys.get(sig)
         if key is None:
             key = self.keys[sig] = f"multidev{len(self.keys)}"
@@ -50,6 +51,16 @@ class MXNetGroup(Group):
         nd = x.as_nd_ndarray()
         self.kv.pushpull(self._key(nd), nd, out=nd)
         return x
+
+    def average(self, xs: list[Any]) -> list[Any]:
+        """One ``pushpull`` of the whole list (a key per array: no concatenation, no copy
+        back), the server's sums pulled straight into ``xs``, then divided in place."""
+        nds = [x.as_nd_ndarray() for x in xs]
+        keys = [self._key(nd, i) for i, nd in enumerate(nds)]
+        self.kv.pushpull(keys, nds, out=nds)
+        for nd in nds:
+            nd /= self.world_size
+        return xs
 
     def barrier(self) -> None:
         self.kv._barrier()

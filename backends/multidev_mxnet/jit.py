@@ -1,33 +1,392 @@
-"""Compilation on MXNet: synchronisation only, so far.
+"""Compilation on MXNet: forwards hybridized into ``CachedOp`` graphs, symbol + params export.
 
-MXNet 1.9's ``hybridize`` builds its graph by calling ``hybrid_forward`` with ``Symbol``
-inputs; multidev's MXNet ops run on ``mxnet.numpy`` ndarrays and cannot take Symbols, so
-``md.jit`` and ``block.hybridize()`` run eagerly here, with an ``md.JitWarning``.
+MXNet 1.9 compiles a Gluon ``HybridBlock`` into a ``CachedOp``: one graph run by MXNet's
+engine, recorded by autograd as a single operation. Its graph comes from running the forward
+once: multidev's ops run on ``mxnet.numpy`` arrays, so the trace runs them for real under
+``autograd.record()`` with the inputs, parameters and buffers marked as autograd variables,
+and ``autograd.get_symbol`` hands back what they computed as a ``Symbol`` (MXNet's own
+record of the operations, the graph Gluon would build). Each variable is then an input of
+the ``CachedOp``: later calls pass the current inputs, the parameters' very arrays and the
+current buffers.
+
+``md.jit(fn)`` (``jit_run``):
+
+- a function that reaches no optimiser is compiled whole: one graph per input signature
+  (shapes, dtypes, devices, ``train()``/``eval()`` flags, parameter variables);
+- a training step (it reaches an optimiser, or calls ``backward``) is what Gluon compiles:
+  the forward of every Block it reaches runs as a ``CachedOp``, and ``backward`` and the
+  optimiser step run as they are (the gradients go through the graph into the parameters'
+  own gradient buffers);
+- what a graph cannot hold (reading values back to Python, multidev's random generator,
+  writing into a tensor in place, replacing a buffer, a tensor made outside the recorded
+  operations) stops the trace: that function or block runs eagerly, with one
+  ``md.JitWarning`` per jitted function saying why.
+
+A new trace is checked once against the values it traced before the graph is used.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, NoReturn
+
 import mxnet as mx
+import numpy as np
+from mxnet import npx
 
+from multidev.autograd import keep_last_recording
 from multidev.device import Device
+from multidev.jit import build, flatten, hashable
+from multidev.tensors import Tensor
+from multidev.tracing import Untraceable, inside, tracing, untraceable
 
-__all__ = ["UNSUPPORTED", "Jit"]
+__all__ = ["READS_VALUES", "STEP", "WRITES_IN_PLACE", "Jit"]
 
-UNSUPPORTED = (
-    "MXNet 1.9 compiles by tracing Symbols through hybrid_forward, and multidev's MXNet ops "
-    "run on mxnet.numpy ndarrays only, so there is no graph to hybridize yet"
+#: the reason a whole-function trace stops at ``backward``: a training step
+STEP = "it calls backward (a training step: its blocks' forwards are compiled instead)"
+READS_VALUES = (
+    "it reads tensor values back to Python (.item(), .numpy(), bool(), float()), which a "
+    "graph would replay as constants"
 )
+WRITES_IN_PLACE = "it writes into a tensor in place, which an MXNet graph cannot replay"
+
+_FLAGS = [("static_alloc", True), ("static_shape", True)]
+_STEP_MODE = "step"
+_EAGER = "eager"
+
+
+class _Trace:
+    """The autograd variables of a trace, by name: where each graph input comes from."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, tuple] = {}
+        self.swapped: list[tuple[Tensor, Any]] = []
+
+    def mark(self, native: Any) -> tuple[Any, str]:
+        """A copy of ``native`` marked as an autograd variable, and its name in the graph."""
+        copy = native.copy()
+        copy.attach_grad(grad_req="null")
+        return copy, mx.autograd.get_symbol(copy).name
+
+    def swap(self, t: Tensor, source: tuple) -> None:
+        """Let the trace read a marked copy of ``t``'s array, an input from ``source``."""
+        copy, name = self.mark(t._native)
+        self.swapped.append((t, t._native))
+        self.sources[name] = source
+        t._native = copy
+
+    def restore(self) -> None:
+        for t, native in reversed(self.swapped):
+            t._native = native
+
+
+def _stop(reason: str) -> NoReturn:
+    """Stop a trace with ``reason`` (what ``md.export`` and the JitWarning report)."""
+    with inside():
+        untraceable(reason)
+    raise Untraceable(reason)
+
+
+def _variable_name(native: Any) -> str | None:
+    """The graph name of an array autograd already knows as a variable (a trainable
+    Parameter's array), else None."""
+    try:
+        sym = mx.autograd.get_symbol(native)
+    except mx.base.MXNetError:
+        return None
+    return sym.name if not sym.get_children() else None
+
+
+class _Graph:
+    """One traced signature: the ``CachedOp``, where its inputs come from, its outputs."""
+
+    def __init__(self, op: Any, sources: list[tuple], out_spec: Any) -> None:
+        self.op = op
+        self.sources = sources
+        self.out_spec = out_spec
+        self.checked = False
+
+    def inputs(self, leaves: list[Tensor]) -> list[Any]:
+        args = []
+        for s in self.sources:
+            kind = s[0]
+            if kind == "x":
+                args.append(leaves[s[1]]._native)
+            elif kind == "p":
+                args.append(s[1]._native)
+            else:
+                args.append(s[1]._buffers[s[2]]._native)
+        return args
+
+    def run(self, leaves: list[Tensor]) -> list[Any]:
+        out = self.op(*self.inputs(leaves))
+        return out if isinstance(out, list) else [out]
+
+
+def _params_and_buffers(blocks: list) -> tuple[list, list]:
+    params: dict[int, Any] = {}
+    buffers = []
+    for m in blocks:
+        for p in m._parameters.values():
+            if p is not None and p.initialized:
+                params.setdefault(id(p), p)
+        for name, b in m._buffers.items():
+            if b is not None:
+                buffers.append((m, name, b))
+    return list(params.values()), buffers
+
+
+def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list) -> tuple:
+    """Run ``fn`` once on marked copies and return ``(symbol, sources, out_spec,
+    traced_outputs)``. Raises Untraceable (with the reason) for what a graph cannot hold."""
+    trace = _Trace()
+    params, buffers = _params_and_buffers(blocks)
+    inputs = []
+    for i, t in enumerate(leaves):
+        copy, name = trace.mark(t._native)
+        trace.sources[name] = ("x", i)
+        inputs.append(Tensor(copy, t._bk, t._dev, t._dtype))
+    for p in params:
+        known = _variable_name(p._native)
+        if known is None:
+            trace.swap(p, ("p", p))
+        else:
+            trace.sources[known] = ("p", p)
+    for m, key, b in buffers:
+        trace.swap(b, ("b", m, key))
+    replaced = None
+    try:
+        a, kw = build(spec, inputs, lambda t, dt, dev: t)
+        with keep_last_recording(), inside(), mx.autograd.record():
+            out = fn(*a, **kw)
+    finally:
+        trace.restore()
+        for m, key, b in buffers:  # the eager run that follows a failed trace updates them
+            if m._buffers.get(key) is not b:
+                m._buffers[key] = b
+                replaced = replaced or (m, key)
+    if replaced is not None:
+        _stop(
+            f"it replaces the buffer {replaced[1]!r} of {type(replaced[0]).__name__} (e.g. "
+            "BatchNorm's statistics in training mode), which a graph cannot replay"
+        )
+    out_leaves: list[Tensor] = []
+    out_spec = flatten(out, out_leaves)
+    if not out_leaves:
+        _stop("it returns no tensor, so there is no graph to compile")
+    try:
+        syms = [mx.autograd.get_symbol(t._native) for t in out_leaves]
+    except mx.base.MXNetError:
+        _stop("it returns a tensor computed from none of its inputs or parameters")
+    sym = syms[0] if len(syms) == 1 else mx.sym.Group(syms)
+    sources = []
+    for name in sym.list_inputs():
+        source = trace.sources.get(name)
+        if source is None:
+            _stop(
+                "it computes with a tensor that was made outside the recorded operations "
+                "(MXNet's graph does not hold its values)"
+            )
+        sources.append(source)
+    return sym, sources, out_spec, [t._native for t in out_leaves]
+
+
+def _same(got: list, want: list) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        a, b = g.asnumpy(), w.asnumpy()
+        if not np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True):
+            return False
+    return True
+
+
+def _compile(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list) -> _Graph:
+    sym, sources, out_spec, traced = _trace(fn, args, kwargs, leaves, spec, blocks)
+    data = [i for i, s in enumerate(sources) if s[0] == "x"]
+    rest = [i for i, s in enumerate(sources) if s[0] != "x"]
+    flags = [*_FLAGS, ("data_indices", data), ("param_indices", rest)]
+    graph = _Graph(mx.nd.CachedOp(sym.as_np_ndarray(), flags), sources, out_spec)
+    with mx.autograd.pause():
+        if not _same(graph.run(leaves), traced):
+            _stop(
+                "its MXNet graph does not reproduce the traced values (an operation whose "
+                "recording differs from what it computed)"
+            )
+    return graph
+
+
+class _Compiled:
+    """A function compiled into one ``CachedOp`` per input signature; what fails to trace
+    is remembered (``_EAGER`` or ``_STEP_MODE``) for that signature."""
+
+    def __init__(self, fn: Any, blocks: list) -> None:
+        self.fn = fn
+        self.blocks = blocks
+        self.cache: dict[Any, Any] = {}
+
+    def key(self, spec: Any, leaves: list) -> Any:
+        return (
+            hashable(spec),
+            tuple(t._native.shape for t in leaves),
+            tuple(m.training for m in self.blocks),
+            tuple(id(p._var) for m in self.blocks for p in m._parameters.values() if p is not None),
+        )
+
+    def __call__(self, args: tuple, kwargs: dict, warn: Any) -> Any:
+        leaves: list[Tensor] = []
+        spec = flatten((args, kwargs), leaves)
+        key = self.key(spec, leaves)
+        entry = self.cache.get(key)
+        if entry is None:
+            try:
+                entry = _compile(self.fn, args, kwargs, leaves, spec, self.blocks)
+            except Untraceable as e:
+                why = str(e)
+                entry = _STEP_MODE if why == STEP else _EAGER
+                if entry is _EAGER:
+                    warn(why)
+            except mx.base.MXNetError as e:
+                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+                warn(f"MXNet could not build its graph ({lines[-1] if lines else e})")
+                entry = _EAGER
+            self.cache[key] = entry
+        if isinstance(entry, str):
+            return entry
+        natives = entry.run(leaves)
+        bk = leaves[0]._bk if leaves else _backend(self.blocks)
+        return _Done(
+            build(entry.out_spec, natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt))
+        )
+
+
+class _Done:
+    """The result of a compiled call (a value, told apart from the mode strings)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _backend(blocks: list) -> Any:
+    for m in blocks:
+        for p in m._parameters.values():
+            if p is not None:
+                return p._bk
+    _stop("it reaches no tensor")
+
+
+class _RoutedForward:
+    """A Block's forward while a jitted training step runs: its ``CachedOp`` graph, or the
+    forward itself inside another graph's trace and where the graph cannot be built."""
+
+    __slots__ = ("block", "compiled", "inner", "warn")
+
+    def __init__(self, block: Any, compiled: _Compiled, inner: Any, warn: Any) -> None:
+        self.block = block
+        self.compiled = compiled
+        self.inner = inner
+        self.warn = warn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not tracing():
+            done = self.compiled(args, kwargs, self.warn)
+            if isinstance(done, _Done):
+                return done.value
+        if self.inner is not None:
+            return self.inner(*args, **kwargs)
+        return type(self.block).forward(self.block, *args, **kwargs)
+
+
+def _roots(blocks: list) -> list:
+    """The blocks below no other block in ``blocks``."""
+    inner = {id(m) for b in blocks for m in b.modules() if m is not b}
+    return [b for b in blocks if id(b) not in inner]
+
+
+def _run_step(jitted: Any, blocks: list, args: tuple, kwargs: dict) -> Any:
+    """Run ``jitted.fn`` eagerly with the forward of every Block it reaches compiled."""
+    cache = jitted._cache
+    roots_key = ("roots", tuple(id(b) for b in blocks))
+    roots = cache.get(roots_key)
+    if roots is None:
+        roots = cache[roots_key] = _roots(blocks)
+    d_saved = []
+    for b in roots:
+        compiled = cache.get(("block", id(b)))
+        if compiled is None or compiled.blocks[0] is not b:
+            compiled = cache[("block", id(b))] = _Compiled(
+                type(b).forward.__get__(b), list(b.modules())
+            )
+        d = b.__dict__
+        inner = d.get("forward")
+        d_saved.append((d, inner))
+        d["forward"] = _RoutedForward(b, compiled, inner, jitted._warn)
+    try:
+        return jitted.fn(*args, **kwargs)
+    finally:
+        for d, inner in d_saved:
+            if inner is None:
+                d.pop("forward", None)
+            else:
+                d["forward"] = inner
 
 
 class Jit:
     """The compilation hooks of the MXNet adapter."""
 
-    jit_unsupported = UNSUPPORTED
-    export_unsupported = (
-        "MXNet's symbol + params export needs a hybridized graph, which multidev blocks do "
-        "not have on MXNet yet (" + UNSUPPORTED + ")."
-    )
+    def jit_run(self, jitted: Any, blocks: list, opts: list, args: tuple, kwargs: dict) -> Any:
+        """Run ``jitted.fn`` compiled: whole into a ``CachedOp``, or, for a training step,
+        with the forwards of its Blocks compiled (see the module's docstring)."""
+        if not opts:
+            whole = jitted._cache.get("whole")
+            if whole is None:
+                whole = jitted._cache["whole"] = _Compiled(jitted.fn, blocks)
+            done = whole(args, kwargs, jitted._warn)
+            if isinstance(done, _Done):
+                return done.value
+            if done is _EAGER and not blocks:
+                return jitted.fn(*args, **kwargs)
+        if not blocks:
+            jitted._warn("it is a training step that reaches no Block, so no forward to compile")
+        return _run_step(jitted, blocks, args, kwargs)
 
     def synchronize(self, dev: Device | None) -> None:
         """Wait for MXNet's asynchronous engine (every queued operation)."""
         mx.nd.waitall()
+
+    def export(self, block: Any, path: Path, inputs: tuple, epoch: int = 0) -> Path:
+        """``path-symbol.json`` and ``path-0000.params`` (``epoch``) as Gluon's
+        ``HybridBlock.export`` writes them (inputs ``data``, or ``data0``, ``data1``…;
+        parameters and buffers under their multidev names): ``gluon.SymbolBlock.imports``
+        loads them without multidev. Returns ``path`` (the prefix)."""
+        bk = _backend(list(block.modules()))
+        leaves = [Tensor(x, bk, bk.device_of(x), bk.dtype_of(x)) for x in inputs]
+        spec = flatten((tuple(leaves), {}), [])
+        blocks = list(block.modules())
+        sym, sources, _, _ = _trace(
+            type(block).forward.__get__(block), tuple(leaves), {}, leaves, spec, blocks
+        )
+        names = {id(p): n for n, p in block.named_parameters()}
+        buffer_names = {(id(m), k): f"{prefix}.{k}".lstrip(".") for prefix, m in
+                        block.named_modules() for k in m._buffers}  # fmt: skip
+        rename: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        for name, s in zip(sym.list_inputs(), sources, strict=True):
+            if s[0] == "x":
+                new = "data" if len(leaves) == 1 else f"data{s[1]}"
+            else:
+                if s[0] == "p":
+                    new, value = names[id(s[1])], s[1]._native
+                else:
+                    new, value = buffer_names[(id(s[1]), s[2])], s[1]._buffers[s[2]]._native
+                values[f"arg:{new}"] = value.copyto(mx.cpu())
+            rename[name] = mx.sym.var(new)
+        renamed = sym(**rename)
+        path = Path(path)
+        renamed.save(f"{path}-symbol.json")
+        npx.save(f"{path}-{epoch:04d}.params", values)
+        return path

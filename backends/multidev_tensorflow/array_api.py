@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
 from multidev.contract import reduction
 
-__all__ = ["LOWERINGS"]
+__all__ = ["ALIGNMENT", "LOWERINGS", "from_dlpack"]
+
+#: bytes: TensorFlow's CPU kernels abort the process on a buffer aligned to less
+ALIGNMENT = 64
 
 _SAME_WIDTH_INT = {2: tf.int16, 4: tf.int32, 8: tf.int64}
 
@@ -83,6 +87,22 @@ def _nonzero(x):
     return tuple(idx[:, i] for i in range(x.shape.rank))
 
 
+def from_dlpack(obj):
+    """A tensor sharing the memory of a DLPack-capable object (or capsule); a CPU buffer not
+    aligned to ``ALIGNMENT`` bytes (NumPy aligns to 16), or of a dtype whose address Python
+    cannot read (bfloat16), is copied into one TensorFlow owns."""
+    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    x = tf.experimental.dlpack.from_dlpack(capsule)
+    if "CPU" in x.device and x.shape.num_elements():
+        try:
+            view = np.asarray(memoryview(x))
+        except (TypeError, ValueError):
+            return tf.constant(x.numpy())
+        if view.ctypes.data % ALIGNMENT:
+            return tf.constant(view)
+    return x
+
+
 #: the Array API ops TensorFlow spells differently (the rest: by name on ``tf.math``,
 #: ``tf.bitwise`` and ``tf.experimental.numpy``, in that order)
 LOWERINGS: dict[str, Any] = {
@@ -103,5 +123,5 @@ LOWERINGS: dict[str, Any] = {
     "repeat": _repeat,
     "tile": lambda x, reps: tf.tile(x, list(reps)),
     "to_dlpack": tf.experimental.dlpack.to_dlpack,
-    "from_dlpack": lambda obj: tf.experimental.dlpack.from_dlpack(obj.__dlpack__()),
+    "from_dlpack": from_dlpack,
 }

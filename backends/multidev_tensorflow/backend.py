@@ -30,7 +30,7 @@ from multidev.contract import AdapterBase, env_count
 from multidev.device import Device
 from multidev.dtypes import DType
 
-from . import indexing
+from . import array_api, indexing
 from .autograd import Autograd
 from .dtypes import NATIVE
 from .jit import Jit
@@ -45,7 +45,7 @@ CPU_DEVICES_ENV = "MULTIDEV_TF_CPU_DEVICES"
 
 _NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
 #: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
-_ALIGNMENT = 64
+_ALIGNMENT = array_api.ALIGNMENT
 _DLPACK_KINDS = frozenset("biuf")
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
@@ -234,14 +234,7 @@ class Backend(Jit, Autograd, AdapterBase):
         tf.random.set_seed(seed)
 
     def from_dlpack(self, obj):
-        """A tensor sharing the memory of a DLPack-capable object (or capsule)."""
-        capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
-        x = _from_dlpack(capsule)
-        if "CPU" in x.device and x.shape.num_elements():
-            view = self.to_numpy(x)
-            if view.ctypes.data % _ALIGNMENT:
-                return tf.constant(view)
-        return x
+        return array_api.from_dlpack(obj)
 
     # ---------------------------------------------------------------- variables
     def is_trainable_variable(self, var) -> bool:

@@ -52,9 +52,22 @@ class TFGroup(Group):
 
         self._reduce = reduce
 
-    def all_reduce(self, x: Any) -> Any:
+        def replica_mean(xs):
+            ctx = tf.distribute.get_replica_context()
+            sums = ctx.all_reduce(
+                tf.distribute.ReduceOp.SUM, [tf.identity(x) for x in xs], options=options
+            )
+            return [s / world_size for s in sums]
+
+        @tf.function(reduce_retracing=True)
+        def mean(xs):
+            return strategy.run(replica_mean, args=(xs,))
+
+        self._mean = mean
+
+    def _collective(self, fn: Any, x: Any) -> Any:
         try:
-            out = self._reduce(tf.convert_to_tensor(x))
+            out = fn(x)
         except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
             raise DistributedError(
                 f"Expected all {self.world_size} workers to take part in the all-reduce. "
@@ -62,6 +75,14 @@ class TFGroup(Group):
                 "slow). Check the other workers' output."
             ) from e
         return self.strategy.experimental_local_results(out)[0]
+
+    def all_reduce(self, x: Any) -> Any:
+        return self._collective(self._reduce, tf.convert_to_tensor(x))
+
+    def average(self, xs: list[Any]) -> list[Any]:
+        """One ``tf.function`` call for the whole list: inside it ``MultiWorkerMirroredStrategy``
+        packs the arrays into one all-reduce (concatenated, reduced, split), then divides."""
+        return list(self._collective(self._mean, [tf.convert_to_tensor(x) for x in xs]))
 
     def barrier(self) -> None:
         self.all_reduce(tf.zeros((1,), tf.float32))

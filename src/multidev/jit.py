@@ -17,6 +17,8 @@ variables. The rules written once here:
   eagerly instead.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
   as it is.
+- An adapter with ``jit_run(jitted, blocks, optimisers, args, kwargs)`` runs ``fn`` itself
+  (MXNet: ``fn`` or the forwards of its Blocks as ``CachedOp`` graphs, Gluon's way).
 - New shapes or dtypes retrace (the framework's own rule, dtypes also in the key here).
 - What cannot be compiled (multidev's host random generator under a tracer, reading values
   back to Python, a backend without compiler) runs eagerly, with exactly one
@@ -104,15 +106,15 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
 
 
 # ---------------------------------------------------------------- flattening
-def _flatten(obj: Any, leaves: list) -> Any:
+def flatten(obj: Any, leaves: list) -> Any:
     """The structure of ``obj`` with each Tensor replaced by its position in ``leaves``."""
     if isinstance(obj, Tensor):
         leaves.append(obj)
         return (_Leaf, len(leaves) - 1, obj._dtype, obj._dev)
     if isinstance(obj, (list, tuple)):
-        return (type(obj), tuple(_flatten(v, leaves) for v in obj))
+        return (type(obj), tuple(flatten(v, leaves) for v in obj))
     if isinstance(obj, dict):
-        return (dict, tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+        return (dict, tuple((k, flatten(v, leaves)) for k, v in obj.items()))
     return (None, obj)
 
 
@@ -120,19 +122,21 @@ class _Leaf:
     pass
 
 
-def _build(spec: Any, values: list, make: Callable[[Any, Any, Any], Any]) -> Any:
+def build(spec: Any, values: list, make: Callable[[Any, Any, Any], Any]) -> Any:
+    """The structure ``flatten`` described, with leaf ``i`` made by ``make(values[i], dtype,
+    device)`` (adapters that compile use these three helpers too)."""
     kind = spec[0]
     if kind is _Leaf:
         return make(values[spec[1]], spec[2], spec[3])
     if kind is None:
         return spec[1]
     if kind is dict:
-        return {k: _build(v, values, make) for k, v in spec[1]}
-    items = [_build(v, values, make) for v in spec[1]]
+        return {k: build(v, values, make) for k, v in spec[1]}
+    items = [build(v, values, make) for v in spec[1]]
     return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
-def _hashable(spec: Any) -> Any:
+def hashable(spec: Any) -> Any:
     """``spec`` as a cache key: Python values that are not hashable count by identity."""
     try:
         hash(spec)
@@ -140,7 +144,7 @@ def _hashable(spec: Any) -> Any:
     except TypeError:
         pass
     if isinstance(spec, tuple):
-        return tuple(_hashable(v) for v in spec)
+        return tuple(hashable(v) for v in spec)
     return ("id", id(spec))
 
 
@@ -184,13 +188,17 @@ class Jitted:
         if tracing():  # inside another compiled function: part of it
             return self.fn(*args, **kwargs)
         leaves: list[Tensor] = []
-        spec = _flatten((args, kwargs), leaves)
+        spec = flatten((args, kwargs), leaves)
         reach = None
         if leaves:
             bk = leaves[0]._bk
         else:
             reach = _reachable(self.fn, args, kwargs)
             bk = _adapter_of(reach[0])
+        run = getattr(bk, "jit_run", None)
+        if run is not None:  # the adapter compiles and runs it (MXNet's hybridized forwards)
+            blocks, opts = reach or _reachable(self.fn, args, kwargs)
+            return run(self, blocks, opts, args, kwargs)
         compile_ = getattr(bk, "jit_compile", None)
         if compile_ is None:
             self._warn(
@@ -205,22 +213,22 @@ class Jitted:
 
     # a compiler that follows Python (torch.compile): fn as it is, on native tensors
     def _call_direct(self, bk: Any, compile_: Any, leaves: list, spec: Any) -> Any:
-        key = (id(bk), _hashable(spec))
+        key = (id(bk), hashable(spec))
         entry = self._cache.get(key)
         holder: dict[str, Any] = {}
         if entry is None:
             fn = self.fn
 
             def body(*natives: Any) -> Any:
-                a, kw = _build(spec, list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+                a, kw = build(spec, list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
                 out_leaves: list[Tensor] = []
-                holder["out"] = _flatten(fn(*a, **kw), out_leaves)
+                holder["out"] = flatten(fn(*a, **kw), out_leaves)
                 return tuple(t._native for t in out_leaves)
 
             entry = self._cache[key] = (compile_(body), holder)
         compiled, holder = entry
         natives = compiled(*(t._native for t in leaves))
-        return _build(holder["out"], list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
+        return build(holder["out"], list(natives), lambda n, dt, dev: Tensor(n, bk, dev, dt))
 
     # a compiler that traces once (tf.function): Python state in and out explicitly
     def _call_traced(
@@ -239,7 +247,7 @@ class Jitted:
         state_spec, state_vals = _opt_state(opts)
         key = (
             id(bk),
-            _hashable(spec),
+            hashable(spec),
             tuple(m.training for m in blocks),
             tuple(g is None for g in grads),
             state_spec,
@@ -284,7 +292,7 @@ class Jitted:
         for p, g in zip(params, grad_natives, strict=True):
             bk.set_grad(p._var, g)
         _write_state(holder["state_out"], state_natives, opts, params, bk)
-        return _build(
+        return build(
             holder["out"], out_natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt)
         )
 
@@ -298,9 +306,7 @@ class Jitted:
             holder["traces"] += 1
             inputs = list(args_in)
             n_leaves = _count_leaves(spec)
-            args, kwargs = _build(
-                spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt)
-            )
+            args, kwargs = build(spec, inputs[:n_leaves], lambda n, dt, dev: Tensor(n, bk, dev, dt))
             rest = inputs[n_leaves:]
             grads_now = [bk.grad(p._var) for p in params]
             k = 0
@@ -323,7 +329,7 @@ class Jitted:
                     p._native = n
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
-            holder["out"] = _flatten(out, out_leaves)
+            holder["out"] = flatten(out, out_leaves)
             holder["n_out"] = len(out_leaves)
             out_grads = [bk.grad(p._var) for p in params]
             out_spec, out_vals = _opt_state(opts)
@@ -415,7 +421,7 @@ def _restore(snapshot: tuple, bk: Any) -> None:
 # ---------------------------------------------------------------- public functions
 def jit(fn: Callable[..., Any]) -> Jitted:
     """``fn`` compiled by the backend's compiler (``tf.function``, ``torch.compile``,
-    ``paddle.jit.to_static``); use as ``step = md.jit(step)`` or ``@md.jit``.
+    ``paddle.jit.to_static``, MXNet's ``CachedOp``); use as ``step = md.jit(step)`` or ``@md.jit``.
 
     It gives eager's results within float32 tolerance and trains the very same parameters
     and optimiser state. New shapes, dtypes, ``train()``/``eval()`` retrace. What cannot be
@@ -438,7 +444,8 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
     """Write ``block`` in its framework's own serving format at ``path``: a SavedModel
     folder (TensorFlow; call ``.serve(x)`` on ``tf.saved_model.load``), a ``torch.export``
     program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
-    prefix (``paddle.jit.load(path)(x)``). ``example_inputs`` is a Tensor or a tuple of
+    prefix (``paddle.jit.load(path)(x)``), MXNet's ``path-symbol.json`` and
+    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``). ``example_inputs`` is a Tensor or a tuple of
     Tensors with the shapes and dtypes to serve. Returns the path written. Raises
     TypeError on a backend without an exporter, ValueError for a block in training mode
     that draws random values (``Dropout``: call ``block.eval()`` first)."""

@@ -39,9 +39,10 @@ class DistributedDataParallel(Block):
     gradients during the backward pass (torch ``DistributedDataParallel``,
     ``paddle.DataParallel``), calls go through it, around ``net.native``: each bucket of
     gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
-    pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``,
-    flattened into buckets, one engine all-reduce per bucket (a parameter without a gradient
-    contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
+    pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``, one
+    engine call per bucket: MXNet's kvstore reduces the bucket's gradient buffers in place
+    (one ``pushpull`` of the list), TensorFlow's collectives in one ``tf.function`` that
+    packs the bucket into one all-reduce (a parameter without a gradient contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
     that gets no gradient in a step is the framework's error unless ``find_unused_parameters``
     (which makes the wrapper search the graph each step, as in torch). Call the wrapper, not
     ``net``, in the training step, or the gradients are not averaged on torch and paddle.
@@ -167,6 +168,13 @@ class DistributedDataParallel(Block):
 
         with autograd.no_grad():
             for bucket in self._buckets():
+                natives = [self._grad_buffer(p)._native for p in bucket]
+                means = g.average(natives)
+                if means is not None:
+                    for p, x, m in zip(bucket, natives, means, strict=True):
+                        if m is not x:
+                            p.grad = Tensor(m, p._bk, p._dev, p._dtype)
+                    continue
                 grads = []
                 for p in bucket:
                     grad = p.grad
@@ -179,6 +187,17 @@ class DistributedDataParallel(Block):
                     n = p.size
                     p.grad = reshape(mean[start : start + n], p.shape)
                     start += n
+
+    @staticmethod
+    def _grad_buffer(p: Any) -> Tensor:
+        """``p``'s gradient, zeros written into it first when the step gave it none."""
+        grad = p.grad
+        if grad is None:
+            from ..creation import zeros_like
+
+            p.grad = zeros_like(p.data)
+            grad = p.grad
+        return grad
 
     def extra_repr(self) -> str:
         return f"rank={self._group.rank}, world_size={self._group.world_size}"

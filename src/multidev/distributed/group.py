@@ -39,7 +39,8 @@ class DistributedError(RuntimeError):
 
 class Group:
     """What ``multidev_<backend>.distributed.start`` returns. Subclasses define
-    ``all_reduce`` (sum) and ``barrier``; ``broadcast`` defaults to a sum in which every rank
+    ``all_reduce`` (sum) and ``barrier``, and ``average`` where the engine reduces a list of
+    arrays in one call; ``broadcast`` defaults to a sum in which every rank
     but ``src`` contributes zeros (exact), for engines without a native broadcast."""
 
     engine = "none"
@@ -58,6 +59,13 @@ class Group:
     def broadcast(self, x: Any, src: int) -> Any:
         """Rank ``src``'s values of native ``x``."""
         return self.all_reduce(x if self.rank == src else x * 0)
+
+    def average(self, xs: list[Any]) -> list[Any] | None:
+        """The mean over every rank of each native array of ``xs``, by one engine call for
+        the whole list: written into the arrays of ``xs`` themselves where the framework's
+        arrays are mutable (and those returned), new arrays otherwise; None where the engine
+        has no such call (the caller then all-reduces a flattened copy)."""
+        return None
 
     def barrier(self) -> None:
         raise NotImplementedError

@@ -272,6 +272,15 @@ def test_dlpack_round_trip():
         md.from_dlpack([1, 2])
 
 
+def test_from_dlpack_of_an_unaligned_buffer_computes():
+    # a float32 view 4 bytes into an allocation: no framework kernel may assume more alignment
+    raw = np.zeros(4 * 15 + 4, np.uint8)[4:]
+    host = raw.view(np.float32).reshape(3, 5)
+    host[...] = np.arange(15, dtype=np.float32).reshape(3, 5)
+    y = md.from_dlpack(host) * 2.0 + 1.0
+    np.testing.assert_array_equal(y.numpy(), host * 2 + 1)
+
+
 def test_errors_are_clear():
     x = md.ones((2, 3))
     with pytest.raises(ValueError, match="broadcasts to"):
