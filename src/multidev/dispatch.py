@@ -380,6 +380,7 @@ def make_operator(name: str, kind: int):
             return binop(self, other, name, kind)
 
     else:
+
         def operator(self, other):
             if type(other) is Tensor:
                 bk = self._bk
