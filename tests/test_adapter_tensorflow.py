@@ -517,7 +517,7 @@ def test_bool_and_uint8_arithmetic_follow_numpy():
     np.testing.assert_array_equal((bm * bn).numpy(), m * n)
     np.testing.assert_array_equal(md.maximum(bm, bn).numpy(), np.maximum(m, n))
     np.testing.assert_array_equal((bm < bn).numpy(), m < n)
-    with pytest.raises(TypeError, match="Use ~"):
+    with pytest.raises(TypeError, match="Invert a mask with ~x"):
         _ = -bm
     u = np.array([0, 1, 200], np.uint8)
     np.testing.assert_array_equal((-md.asarray(u)).numpy(), -u)

@@ -37,14 +37,38 @@ def _logaddexp(a, b):
     return mnp.where(a == b, a + math.log(2.0), out)
 
 
+def _halves(x, y):
+    """The shift ``y`` clipped to the bit width minus one, as two powers of 2 that each fit
+    x's dtype (MXNet 1.9 has no shift kernel: shifts are products and floor divisions, and
+    2**31 overflows int32)."""
+    bits = x.dtype.itemsize * 8
+    s = mnp.minimum(y, bits - 1).astype(x.dtype)
+    first = mnp.floor(s.astype("float64") / 2).astype(x.dtype)  # no integer // kernel
+    two = mnp.full_like(x, 2)
+    return bits, mnp.power(two, first).astype(x.dtype), mnp.power(two, s - first).astype(x.dtype)
+
+
 def _left_shift(x, y):
-    return x * mnp.power(mnp.full_like(x, 2), y).astype(x.dtype)
+    """``x << y``: the product wraps as a shift does; shifts by the bit width or more give 0."""
+    bits, p1, p2 = _halves(x, y)
+    return mnp.where(y >= bits, mnp.zeros_like(x), x * p1 * p2)
 
 
 def _right_shift(x, y):
+    """``x >> y`` (arithmetic): two floor divisions; shifts by the bit width or more give the
+    sign fill (0, or -1 for negative x; as a shift by the bit width minus one does for signed
+    dtypes)."""
     from .ops import OPS  # the op table's floor division (MXNet has no integer //)
 
-    return OPS.floor_divide(x, mnp.power(mnp.full_like(x, 2), y).astype(x.dtype))
+    bits, p1, p2 = _halves(x, y)
+    out = OPS.floor_divide(OPS.floor_divide(x, p1), p2)
+    return mnp.where(y >= bits, mnp.zeros_like(x), out) if x.dtype.kind == "u" else out
+
+
+def _repeat(x, repeats, axis):
+    if isinstance(repeats, mnp.ndarray) and repeats.size == 0:
+        return x.copy()  # counts for an empty axis (mnp.repeat takes no empty list): empty
+    return mnp.repeat(x, repeats, axis=axis)
 
 
 def _sign(x):
@@ -72,7 +96,7 @@ LOWERINGS: dict[str, Any] = {
     "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
     "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),
     "broadcast_to": lambda x, shape: mnp.broadcast_to(x, shape).copy(),
-    "repeat": lambda x, repeats, axis: mnp.repeat(x, repeats, axis=axis),
+    "repeat": _repeat,
     "triu": lambda x, k: x - mnp.tril(x, k - 1),
     "to_dlpack": lambda x: x.to_dlpack_for_read(),
     "from_dlpack": _from_dlpack,

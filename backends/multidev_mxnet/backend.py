@@ -100,9 +100,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._natives[dev] = ctx
         self._places[ctx] = dev
 
-    def version(self) -> str:
-        return str(mx.__version__)
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs MXNet can use (through NVML where it is available)."""
@@ -143,9 +140,6 @@ class Backend(Jit, Autograd, AdapterBase):
     # tensors ---------------------------------------------------------------
     def native_dtype_name(self, native) -> str:
         return str(native)
-
-    def shape_of(self, x) -> tuple[int, ...]:
-        return x.shape
 
     def from_numpy(self, arr: np.ndarray, dev: Device) -> mnp.ndarray:
         """A copy on ``dev``. Never zero-copy: MXNet's zero-copy wrapper makes the caller's

@@ -7,7 +7,10 @@ from mxnet import autograd, npx
 from mxnet import np as mnp
 
 #: the lowerings, found by op name by the adapter's op_table
-__all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
+__all__ = [
+    *("avg_pool2d", "batch_norm", "batch_norm_train", "conv2d", "conv_transpose2d"),
+    *("max_pool2d", "pad"),
+]
 
 
 def _filled(x, pads, fill):
@@ -106,6 +109,37 @@ def batch_norm(x, mean, var, w, b, eps):
     return npx.batch_norm(
         x, gamma, beta, mean, var, eps=eps, fix_gamma=False, use_global_stats=True, axis=1
     )
+
+
+#: moving statistics handed to the fused kernel in training mode, by (channels, dtype,
+#: context): it normalises with the batch's statistics and leaves these unread
+_UNUSED_MOVING: dict = {}
+
+
+def batch_norm_train(x, w, b, eps, mean, var, momentum):
+    c = x.shape[1]
+    gamma = mnp.ones((c,), dtype=x.dtype, ctx=x.ctx) if w is None else w
+    beta = mnp.zeros((c,), dtype=x.dtype, ctx=x.ctx) if b is None else b
+    key = (c, x.dtype, x.ctx)
+    if key not in _UNUSED_MOVING:
+        _UNUSED_MOVING[key] = mnp.zeros((c,), dtype=x.dtype, ctx=x.ctx)
+    unused = _UNUSED_MOVING[key]
+    with autograd.train_mode():
+        y, batch_mean, inv_std = npx.batch_norm(
+            x, gamma, beta, unused, unused, eps=eps, fix_gamma=False, use_global_stats=False,
+            axis=1, output_mean_var=True,
+        )  # fmt: skip
+    # the kernel gives the batch mean and 1 / sqrt(biased variance + eps); the running
+    # statistics are updated in place from them
+    n = x.size // c
+    with autograd.pause():
+        if mean is not None:
+            mean *= 1 - momentum
+            mean += batch_mean * momentum
+        if var is not None:
+            var *= 1 - momentum
+            var += (1 / mnp.square(inv_std) - eps) * (momentum * n / (n - 1))
+    return y, mean, var
 
 
 _MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}

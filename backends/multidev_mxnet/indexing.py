@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from mxnet import np as mnp
 
+from multidev.contract import key_axes
+
 __all__ = ["getitem", "like", "setitem"]
 
 _BOOL = np.dtype(np.bool_)
@@ -52,13 +54,8 @@ def getitem(x, key):
     return x.reshape((1,) * sum(k is None for k in items))
 
 
-def _key_dims(k) -> int:
-    """How many dimensions of the indexed array a (non-Ellipsis) key item consumes."""
-    if k is None or type(k) is bool:
-        return 0
-    if isinstance(k, mnp.ndarray) and k.dtype == _BOOL:
-        return k.ndim
-    return 1
+def _mask_ndim(k) -> int | None:
+    return k.ndim if isinstance(k, mnp.ndarray) and k.dtype == _BOOL else None
 
 
 def _checked_write_key(x, key):
@@ -68,14 +65,10 @@ def _checked_write_key(x, key):
     items = key if type(key) is tuple else (key,)
     if not any(isinstance(k, mnp.ndarray) for k in items):
         return key
-    shape = x.shape
-    rest = len(shape) - sum(_key_dims(k) for k in items if k is not Ellipsis)
-    out, dim = [], 0
-    for k in items:
-        if k is Ellipsis:
-            dim += rest
-        elif isinstance(k, mnp.ndarray) and k.dtype != _BOOL:
-            size = shape[dim]
+    out = []
+    for k, dim in key_axes(items, x.ndim, _mask_ndim):
+        if isinstance(k, mnp.ndarray) and k.dtype != _BOOL:
+            size = x.shape[dim]
             k = k.astype(_INT64) if k.dtype != _INT64 else k
             if k.size:
                 lo, hi = int(k.min()), int(k.max())
@@ -86,15 +79,11 @@ def _checked_write_key(x, key):
                     )
                 if lo < 0:
                     k = k + (k < 0).astype(_INT64) * size
-            dim += 1
         elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
-            size = shape[dim]
+            size = x.shape[dim]
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for axis {dim} with size {size}")
             k = int(k) % size
-            dim += 1
-        else:
-            dim += _key_dims(k)
         out.append(k)
     return tuple(out)
 

@@ -4,6 +4,7 @@ reductions of zero-size arrays)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import mxnet as mx
@@ -12,7 +13,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table
+from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -129,25 +130,19 @@ def _pow(a, b):
     return out
 
 
-def _matmul_by_sum(a, b):
-    """Exact matmul for dtypes MXNet's kernels lack (integers, bool), with the Array API's
-    rules for 1-D operands and broadcast batch dimensions."""
-    a2 = mnp.expand_dims(a, 0) if a.ndim == 1 else a
-    b2 = mnp.expand_dims(b, -1) if b.ndim == 1 else b
-    if a2.shape[-1] != b2.shape[-2]:
+def _matrices_by_sum(a, b):
+    """Exact matmul of (stacks of) matrices for dtypes MXNet's kernels lack (integers, bool),
+    broadcasting the batch dimensions."""
+    if a.shape[-1] != b.shape[-2]:
         raise ValueError(
             f"Expected matmul operands with matching inner dimensions. "
             f"Received: shapes {a.shape} and {b.shape}"
         )
-    if a2.size == 0 or b2.size == 0:  # MXNet cannot reduce zero-size arrays
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-        out = mnp.zeros((*batch, a2.shape[-2], b2.shape[-1]), dtype=_INT64, ctx=a.ctx)
+    if a.size == 0 or b.size == 0:  # MXNet cannot reduce zero-size arrays
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        out = mnp.zeros((*batch, a.shape[-2], b.shape[-1]), dtype=_INT64, ctx=a.ctx)
     else:
-        out = (mnp.expand_dims(a2, -1) * mnp.expand_dims(b2, -3)).sum(axis=-2)
-    if b.ndim == 1:
-        out = out.squeeze(-1)
-    if a.ndim == 1:
-        out = out.squeeze(-1 if b.ndim == 1 else -2)
+        out = (mnp.expand_dims(a, -1) * mnp.expand_dims(b, -3)).sum(axis=-2)
     return out.astype(a.dtype) if out.dtype != a.dtype else out
 
 
@@ -157,7 +152,7 @@ def _matmul(a, b):
         return mnp.matmul(a, b)
     if dt == _F16:
         return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return _matmul_by_sum(a, b)
+    return vector_matmul(_matrices_by_sum, a, b, mnp.expand_dims, mnp.squeeze)
 
 
 def _linear(x, w, b):
@@ -187,32 +182,6 @@ def _minimum(a, b):
         a, b = _arrays(a, b)
         return a * b  # logical and
     return mnp.minimum(a, b)
-
-
-def _logical_and(a, b):
-    a, b = _arrays(a, b)
-    return a * b
-
-
-def _logical_or(a, b):
-    a, b = _arrays(a, b)
-    return a + b
-
-
-def _negative(x):
-    if x.dtype == _BOOL:
-        raise TypeError(
-            "Expected a numeric tensor for unary -. Received: a bool tensor. "
-            "Use ~x for logical negation."
-        )
-    return -x
-
-
-def _same_if_bool(fn: Callable) -> Callable:
-    def op(x):
-        return x.copy() if x.dtype == _BOOL else fn(x)
-
-    return op
 
 
 def _through_uint8(fn: Callable) -> Callable:
@@ -294,7 +263,6 @@ OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    abs=_same_if_bool(mnp.abs),
     add=_add,
     argmax=_arg(mnp.argmax),
     argmin=_arg(mnp.argmin),
@@ -302,13 +270,13 @@ OPS = op_table(
     clip=_clip,
     concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
     copy=lambda x: x.copy(),
-    floor=_same_if_bool(mnp.floor),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
     log_softmax=_log_softmax,
-    logical_and=_logical_and,
-    logical_or=_logical_or,
+    # the core gives logical ops bool arrays only (a Python scalar becomes a 0-d array first)
+    logical_and=operator.mul,
+    logical_or=operator.add,
     matmul=_matmul,
     max=_reduction(mnp.max, None),
     maximum=_maximum,
@@ -316,11 +284,10 @@ OPS = op_table(
     min=_reduction(mnp.min, None),
     minimum=_minimum,
     multiply=_multiply,
-    negative=_negative,
     permute_dims=_through_uint8(mnp.transpose),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
-    relu=_same_if_bool(npx.relu),
+    relu=npx.relu,
     remainder=_remainder,
     sigmoid=npx.sigmoid,
     softmax=_softmax,

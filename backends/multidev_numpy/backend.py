@@ -32,9 +32,6 @@ class Backend(AdapterBase):
     linalg = LINALG
     fft = FFT
 
-    def version(self) -> str:
-        return np.__version__
-
     def native_device(self, dev: Device) -> str:
         return "cpu"
 
@@ -43,9 +40,6 @@ class Backend(AdapterBase):
 
     def dtype_of(self, x: Any) -> DType:
         return from_numpy_dtype(x.dtype)
-
-    def shape_of(self, x: Any) -> tuple[int, ...]:
-        return x.shape
 
     def from_numpy(self, arr: np.ndarray, dev: Device) -> np.ndarray:
         return arr

@@ -83,7 +83,7 @@ def _sigmoid(x):
 
 
 def _reduce(fn):
-    return _arr(lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims))
+    return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)
 
 
 def _arg(fn):
@@ -116,28 +116,28 @@ _BINARY = {
     },
 }
 
+#: the ops NumPy spells differently from their declaration (each returning 0-d results as arrays)
+_LOWERINGS = {
+    **ARRAY_API,
+    "matmul": np.matmul,
+    "negative": np.negative,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
+    **{name: _reduce(getattr(np, name)) for name in ("sum", "mean", "max", "min", "prod")},
+    "argmax": _arg(np.argmax),
+    "argmin": _arg(np.argmin),
+    "clip": lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False),
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "getitem": lambda x, key: x[key],
+}
+
 OPS = op_table(
     np,
     modules=[cnn],
     wrap=_wrap,
-    **{name: _arr(fn) for name, fn in ARRAY_API.items()},
+    **{name: _arr(fn) for name, fn in _LOWERINGS.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
-    matmul=_arr(np.matmul),
-    negative=_arr(np.negative),
-    abs=_arr(np.abs),
-    sigmoid=_arr(_sigmoid),
-    relu=_arr(lambda x: np.maximum(x, x.dtype.type(0))),
-    sum=_reduce(np.sum),
-    mean=_reduce(np.mean),
-    max=_reduce(np.max),
-    min=_reduce(np.min),
-    prod=_reduce(np.prod),
-    argmax=_arg(np.argmax),
-    argmin=_arg(np.argmin),
-    clip=_arr(lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False)),
-    softmax=_arr(_softmax),
-    log_softmax=_arr(_log_softmax),
-    getitem=_arr(lambda x, key: x[key]),
     astype=lambda x, dt: x.astype(dt.numpy),
     copy=np.array,
     **SEQUENCE_LOWERINGS,

@@ -12,13 +12,18 @@ from multidev.contract import reduction
 __all__ = ["LOWERINGS"]
 
 
+#: dtypes Paddle has no sort kernel for, and the one each sorts in exactly
+_SORTS_AS = {paddle.bool: paddle.uint8, paddle.int8: paddle.int16}
+
+
 def _sortable(fn):
-    """bool has no sort kernel: sort it as uint8 (back to bool for values, not for indices)."""
+    """bool and int8 have no sort kernel: sort them as uint8 / int16 (exact; values back to
+    x's dtype, not indices)."""
 
     def sort(x, axis, descending):
-        if x.dtype == paddle.bool:
-            out = fn(x.astype(paddle.uint8), axis=axis, descending=descending, stable=True)
-            return out.astype(paddle.bool) if fn is paddle.sort else out
+        if x.dtype in _SORTS_AS:
+            out = fn(x.astype(_SORTS_AS[x.dtype]), axis=axis, descending=descending, stable=True)
+            return out.astype(x.dtype) if fn is paddle.sort else out
         return fn(x, axis=axis, descending=descending, stable=True)
 
     return sort
@@ -45,6 +50,8 @@ def _searchsorted(a, v, side):
 def _repeat(x, repeats, axis):
     """repeat_interleave in a dtype it has a kernel for, then back to x's (complex: its
     parts)."""
+    if isinstance(repeats, paddle.Tensor) and repeats.size == 0:
+        return x.clone()  # repeats for an empty axis (repeat_interleave rejects them): empty
     if x.is_complex():
         return paddle.complex(_repeat(x.real(), repeats, axis), _repeat(x.imag(), repeats, axis))
     out = paddle.repeat_interleave(_widened(x), repeats, axis)
@@ -52,6 +59,8 @@ def _repeat(x, repeats, axis):
 
 
 def _nonzero(x):
+    """uint8 and int8 have no nonzero kernel: their non-zero pattern as bool, which has."""
+    x = x.astype(paddle.bool) if x.dtype in (paddle.uint8, paddle.int8) else x
     return tuple(i.reshape([-1]) for i in paddle.nonzero(x, as_tuple=True))
 
 

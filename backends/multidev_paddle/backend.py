@@ -24,6 +24,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="No ccache found")
     import paddle
 
+from paddle import _C_ops
 from paddle.base.framework import EagerParamBase
 from paddle.utils import dlpack as _dlpack
 
@@ -44,6 +45,21 @@ _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
 #: dtypes Paddle has no CPU kernel for ``add`` in
 _NO_CPU_ADD = frozenset({paddle.float16, _BF16})
+#: dtypes ``add_scaled_`` updates with Paddle's fused ``sgd_`` kernel
+_SGD_DTYPES = frozenset({paddle.float32, paddle.float64})
+#: the step sizes ``sgd_`` takes as tensors, by (value, place); a few at a time
+_STEP_SIZES: dict[tuple[float, str], Any] = {}
+
+
+def _step_size(lr: float, place: Any) -> Any:
+    """``lr`` as the float32 tensor of shape [1] on ``place`` that Paddle's ``sgd_`` reads."""
+    key = (lr, str(place))
+    t = _STEP_SIZES.get(key)
+    if t is None:
+        if len(_STEP_SIZES) >= 64:  # a schedule's past rates are not needed again
+            _STEP_SIZES.clear()
+        t = _STEP_SIZES[key] = paddle.full([1], lr, paddle.float32).to(place)
+    return t
 
 
 def _imported_through_dlpack(arr: np.ndarray) -> bool:
@@ -87,9 +103,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._natives[_CPU] = paddle.CPUPlace()
         self._places[paddle.CPUPlace()] = _CPU
         self._by_name: dict[str, Device] = {}
-
-    def version(self) -> str:
-        return str(paddle.__version__)
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
@@ -137,9 +150,6 @@ class Backend(Jit, Autograd, AdapterBase):
     # tensors ---------------------------------------------------------------
     def native_dtype_name(self, native: Any) -> str:
         return dtype_name(native)
-
-    def shape_of(self, x) -> tuple[int, ...]:
-        return tuple(x.shape)
 
     def from_numpy(self, arr: np.ndarray, dev: Device):
         """Zero-copy (DLPack) on the CPU; read-only, non-contiguous, misaligned or byte-swapped
@@ -198,8 +208,13 @@ class Backend(Jit, Autograd, AdapterBase):
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
         key = native_key(key)
-        if x.ndim == 0 and (key is Ellipsis or (isinstance(key, tuple) and not key)):
-            # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7")
+        whole = key is Ellipsis or (isinstance(key, tuple) and all(k is Ellipsis for k in key))
+        mask = isinstance(key, paddle.Tensor) and key.dtype == paddle.bool and key.ndim == 0
+        if x.ndim == 0 and (whole or mask):
+            # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7"),
+            # and its masked write a 0-d mask: x keeps its value where the mask is False
+            if mask and not key.item():
+                return x
             if not isinstance(value, paddle.Tensor):
                 value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
             paddle.assign(value.reshape([]).astype(x.dtype), output=x)
@@ -234,6 +249,14 @@ class Backend(Jit, Autograd, AdapterBase):
             if x.dtype in _NO_CPU_ADD and x.place.is_cpu_place():
                 wide = x.astype(paddle.float32) + y.astype(paddle.float32) * alpha
                 paddle.assign(wide.astype(x.dtype), output=x)
+            elif (
+                x.dtype in _SGD_DTYPES
+                and y.dtype == x.dtype
+                and x.shape == y.shape
+                and paddle.in_dynamic_mode()  # the cached step sizes are eager tensors
+            ):
+                # Paddle's fused SGD kernel (x -= lr * y), one pass and no temporary
+                _C_ops.sgd_(x, _step_size(-alpha, x.place), y, None, False)
             else:
                 x.add_(paddle.scale(y, alpha))
         return x

@@ -12,6 +12,7 @@ import paddle.nn.functional as F
 __all__ = [
     *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
     *("group_norm", "max_pool2d", "pad"),
+    "batch_norm_train",
 ]
 
 _FORMATS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
@@ -62,6 +63,18 @@ def batch_norm(x, mean, var, w, b, eps):
         c = x.shape[1]
         mean, var = paddle.zeros([c], x.dtype), paddle.ones([c], x.dtype)
     return F.batch_norm(x, mean, var, w, b, training=training, epsilon=eps)
+
+
+def batch_norm_train(x, w, b, eps, mean, var, momentum):
+    # Paddle's kernel writes its batch mean and biased variance to the statistics it is given
+    # with momentum 0 (its rule is running * momentum + batch * (1 - momentum))
+    c = x.shape[1]
+    batch_mean, batch_var = paddle.zeros([c], x.dtype), paddle.zeros([c], x.dtype)
+    y = F.batch_norm(x, batch_mean, batch_var, w, b, training=True, momentum=0.0, epsilon=eps)
+    n = math.prod(x.shape) // c
+    new_mean = None if mean is None else mean * (1 - momentum) + batch_mean * momentum
+    new_var = None if var is None else var * (1 - momentum) + batch_var * (momentum * n / (n - 1))
+    return y, new_mean, new_var
 
 
 def group_norm(x, groups, w, b, eps):

@@ -193,15 +193,6 @@ def _relu(x):
     return _clip(x, 0, None)
 
 
-def _negative(x):
-    if x.dtype is paddle.bool or md_dtype(x.dtype) is _dt.bool:
-        raise TypeError(
-            "Expected a numeric tensor for unary -. Received: bool. "
-            "Invert a mask with ~x (logical_not) instead."
-        )
-    return -x
-
-
 #: Paddle's reductions as (x, axis, keepdims) ops (an empty axis list is 'every axis' to Paddle)
 _reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list)
 
@@ -288,7 +279,7 @@ OPS = op_table(
     greater_equal=_wide(operator.ge, "greater_equal", back=False),
     logical_and=_tensor_operands(paddle.logical_and),
     logical_or=_tensor_operands(paddle.logical_or),
-    negative=_wide(_negative, "negative"),
+    negative=_wide(operator.neg, "negative"),
     abs=_wide(paddle.abs, "abs"),
     sigmoid=_wide(F.sigmoid, "sigmoid"),
     relu=_wide(_relu, "relu"),

@@ -105,7 +105,25 @@ def from_dlpack(obj):
 
 #: the Array API ops TensorFlow spells differently (the rest: by name on ``tf.math``,
 #: ``tf.bitwise`` and ``tf.experimental.numpy``, in that order)
+def _left_shift(x, y):
+    """``x << y``; TensorFlow's kernel is wrong for shifts by the bit width or more (int16
+    1 << 16 gives -32768), where the standard gives 0."""
+    bits = x.dtype.size * 8
+    out = tf.bitwise.left_shift(x, tf.minimum(y, bits - 1))
+    return tf.where(y >= bits, tf.zeros_like(x), out)
+
+
+def _right_shift(x, y):
+    """``x >> y`` (arithmetic); shifts by the bit width or more give the sign fill (0, or -1
+    for negative x), as a shift by the bit width minus one does for signed dtypes."""
+    bits = x.dtype.size * 8
+    out = tf.bitwise.right_shift(x, tf.minimum(y, bits - 1))
+    return tf.where(y >= bits, tf.zeros_like(x), out) if x.dtype.is_unsigned else out
+
+
 LOWERINGS: dict[str, Any] = {
+    "bitwise_left_shift": _left_shift,
+    "bitwise_right_shift": _right_shift,
     "trunc": _trunc,
     "signbit": _signbit,
     "copysign": _copysign,

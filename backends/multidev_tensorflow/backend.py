@@ -146,9 +146,6 @@ class Backend(Jit, Autograd, AdapterBase):
             caps.add("multi_device")
         self.capabilities = frozenset(caps)
 
-    def version(self) -> str:
-        return tf.__version__
-
     # ---------------------------------------------------------------- devices
     def list_devices(self) -> list[Device]:
         """TensorFlow's logical CPU and GPU devices, CPUs first, each by index."""

@@ -12,7 +12,10 @@ from __future__ import annotations
 import tensorflow as tf
 
 #: the lowerings, found by op name by the adapter's op_table
-__all__ = ["avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d", "max_pool2d", "pad"]
+__all__ = [
+    *("avg_pool2d", "batch_norm", "batch_norm_train", "conv2d", "conv_transpose2d"),
+    *("max_pool2d", "pad"),
+]
 
 _TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
@@ -141,6 +144,23 @@ def batch_norm(x, mean, var, w, b, eps):
     else:
         mean, var = _channels(mean, 4), _channels(var, 4)
     return tf.nn.batch_normalization(x, mean, var, _channels(b, 4), _channels(w, 4), eps)
+
+
+def batch_norm_train(x, w, b, eps, mean, var, momentum):
+    # the batch's moments serve the normalisation and the running statistics (as Keras's
+    # BatchNormalization): no second pass over x for the latter
+    batch_mean, batch_var = tf.nn.moments(x, [0, 2, 3], keepdims=True)
+    y = tf.nn.batch_normalization(x, batch_mean, batch_var, _channels(b, 4), _channels(w, 4), eps)
+    n = x.shape.num_elements() // x.shape[1]
+    new_mean = (
+        None if mean is None else mean * (1 - momentum) + tf.reshape(batch_mean, [-1]) * momentum
+    )
+    new_var = (
+        None
+        if var is None
+        else var * (1 - momentum) + tf.reshape(batch_var, [-1]) * (momentum * n / (n - 1))
+    )
+    return y, new_mean, new_var
 
 
 def _replicate(x, pads):

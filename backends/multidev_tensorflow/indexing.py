@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from multidev.contract import key_axes
+
 __all__ = ["getitem", "setitem"]
 
 _TENSORS = (tf.Tensor, tf.Variable)
@@ -68,7 +70,20 @@ def _take(x, ints: tuple):
         pos.append(i + n if i < 0 else i)
     if len(pos) == 1:
         return tf.gather(x, pos[0])
+    if len(pos) > _GATHER_ND_COLUMNS:
+        flat = int(np.ravel_multi_index(pos, shape[: len(pos)]))
+        return tf.gather(_merge_leading(x, len(pos)), flat)
     return tf.gather_nd(x, pos)
+
+
+#: tf.gather_nd takes at most 7 index columns; more indexed axes are merged into one first
+_GATHER_ND_COLUMNS = 7
+
+
+def _merge_leading(x, k: int):
+    """``x`` with its first ``k`` axes merged into one (row-major), for one ``tf.gather``."""
+    shape = tf.shape(x)
+    return tf.reshape(x, tf.concat([[tf.reduce_prod(shape[:k])], shape[k:]], axis=0))
 
 
 def _reason(e: tf.errors.OpError) -> str:
@@ -116,45 +131,19 @@ def _index(k, n: int):
     return tf.where(k < 0, k + n, k)
 
 
-def _expand(keys: tuple, ndim: int) -> list:
-    """The key with Ellipsis replaced by full slices and trailing full slices added."""
-    consumed = 0
-    ellipses = 0
-    for k in keys:
-        if k is Ellipsis:
-            ellipses += 1
-        elif k is None or isinstance(k, bool):
-            continue
-        elif isinstance(k, _TENSORS) and k.dtype == tf.bool:
-            consumed += k.shape.rank
-        else:
-            consumed += 1
-    if ellipses > 1:
-        raise IndexError("Expected at most one Ellipsis (...) in an index. Received: several")
-    if consumed > ndim:
-        raise IndexError(
-            f"Expected at most {ndim} indices for a {ndim}-d tensor. Received: {consumed}"
-        )
-    out: list = []
-    for k in keys:
-        if k is Ellipsis:
-            out.extend([_FULL] * (ndim - consumed))
-        else:
-            out.append(k)
-    if not ellipses:
-        out.extend([_FULL] * (ndim - consumed))
-    return out
+def _mask_ndim(k) -> int | None:
+    return k.shape.rank if isinstance(k, _TENSORS) and k.dtype == tf.bool else None
 
 
 def _advanced(x, keys: tuple):
     shape = x.shape.as_list()
-    items = _expand(tuple(_as_tensor(k) for k in keys), len(shape))
+    items = key_axes(tuple(_as_tensor(k) for k in keys), len(shape), _mask_ndim)
     basic: list = []
     adv: list = []  # (axis of the basic-indexed tensor, int64 index tensor)
     arrays = 0
     mask_at = None
-    axis = dim = 0
-    for k in items:
+    axis = 0
+    for k, dim in items:
         if k is None:
             basic.append(None)
             axis += 1
@@ -166,7 +155,6 @@ def _advanced(x, keys: tuple):
         elif isinstance(k, slice):
             basic.append(k)
             axis += 1
-            dim += 1
         elif isinstance(k, _TENSORS) and k.dtype == tf.bool:
             m = k.shape.rank
             if k.shape.as_list() != shape[dim : dim + m]:
@@ -181,13 +169,11 @@ def _advanced(x, keys: tuple):
                 adv.append((axis, coords[:, j]))
                 axis += 1
             arrays += 1
-            dim += m
         else:
             basic.append(_FULL)
             adv.append((axis, _index(k, shape[dim])))
             arrays += isinstance(k, _TENSORS)
             axis += 1
-            dim += 1
     if any(b is None or b != _FULL for b in basic):
         x = x[tuple(basic)]
     if mask_at is not None and arrays == 1 and len(adv) == mask_at[1].shape.rank:
@@ -212,7 +198,12 @@ def _gather_nd(x, adv: list):
     perm = axes + rest
     if perm != list(range(rank)):
         x = tf.transpose(x, perm)
-    out = tf.gather_nd(x, idx)
+    if len(axes) > _GATHER_ND_COLUMNS:
+        strides = np.cumprod([1, *x.shape.as_list()[len(axes) - 1 : 0 : -1]])[::-1]
+        flat = tf.tensordot(tf.cast(idx, tf.int64), tf.constant(strides, tf.int64), 1)
+        out = tf.gather(_merge_leading(x, len(axes)), flat)
+    else:
+        out = tf.gather_nd(x, idx)
     first = axes[0]
     if first > 0 and axes == list(range(first, first + len(axes))):
         nb = len(bshape)

@@ -30,14 +30,34 @@ def _matrix_power(x, n):
     return out
 
 
+def _diagonal(x, offset):
+    """``tf.linalg.diag_part`` rejects an offset past the last diagonal (k <= -M or k >= N);
+    the standard gives an empty diagonal there."""
+    m, n = x.shape[-2], x.shape[-1]
+    if offset >= n or offset <= -m:
+        return tf.zeros((*x.shape[:-2], 0), dtype=x.dtype)
+    return tf.linalg.diag_part(x, k=offset)
+
+
+def _pinv(x, rtol):
+    """``tf.linalg.pinv`` takes real matrices only: complex ones through their SVD (singular
+    values at or below ``rtol`` times the largest count as zero)."""
+    if not x.dtype.is_complex:
+        return tf.linalg.pinv(x, rcond=rtol)
+    s, u, v = tf.linalg.svd(x, full_matrices=False)
+    keep = s > rtol * tf.reduce_max(s, axis=-1, keepdims=True)
+    s_inv = tf.where(keep, 1 / tf.where(keep, s, tf.ones_like(s)), tf.zeros_like(s))
+    return tf.linalg.matmul(v * tf.cast(s_inv[..., None, :], x.dtype), u, adjoint_b=True)
+
+
 LINALG = Extension(
     tf.linalg,
     qr=lambda x, mode: tf.linalg.qr(x, full_matrices=mode == "complete"),
     svd=_svd,
     svdvals=lambda x: tf.linalg.svd(x, compute_uv=False),
-    pinv=lambda x, rtol: tf.linalg.pinv(x, rcond=rtol),
+    pinv=_pinv,
     matrix_power=_matrix_power,
-    diagonal=lambda x, offset: tf.linalg.diag_part(x, k=offset),
+    diagonal=_diagonal,
     vector_norm=lambda x, ord: tf.norm(x, ord=ord, axis=-1),
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import op_table
+from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -96,19 +96,12 @@ _mm2 = _binary(tf.linalg.matmul, "matmul")
 
 def _matmul(a, b):
     """Array API matmul: 1-D operands are promoted to matrices and the added axis removed."""
-    ra, rb = a.shape.rank, b.shape.rank
-    if ra >= 2 and rb >= 2:
-        return _mm2(a, b)
-    if ra == 0 or rb == 0:
+    if a.shape.rank == 0 or b.shape.rank == 0:
         raise ValueError(
             "Expected tensors with at least one dimension for matmul. "
             f"Received: shapes {tuple(a.shape)} and {tuple(b.shape)}. Use * for scalars."
         )
-    if ra == 1 and rb == 1:
-        return tf.reshape(_mm2(tf.reshape(a, (1, -1)), tf.reshape(b, (-1, 1))), ())
-    if ra == 1:
-        return tf.squeeze(_mm2(tf.expand_dims(a, 0), b), -2)
-    return tf.squeeze(_mm2(a, tf.expand_dims(b, -1)), -1)
+    return vector_matmul(_mm2, a, b, tf.expand_dims, tf.squeeze)
 
 
 def _linear(x, w, b):
@@ -129,24 +122,10 @@ def _linear(x, w, b):
 
 def _negative_slow(x):
     dt = x.dtype
-    if dt == tf.bool:
-        raise TypeError(
-            "Expected a numeric tensor for negation. Received: a bool tensor. Use ~ to invert a mask."
-        )
     if dt == tf.uint8:
         return tf.math.subtract(tf.zeros_like(x), x)
     wide = _WIDE.get(dt)
     return None if wide is None else _cast(tf.math.negative(_cast(x, wide)), dt)
-
-
-def _identity_for(dtypes):
-    def slow(x):
-        return tf.identity(x) if x.dtype in dtypes else None
-
-    return slow
-
-
-_INTEGERS = frozenset({tf.bool, tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64})
 
 
 # ---------------------------------------------------------------- reductions
@@ -266,9 +245,7 @@ OPS = op_table(
     greater=_binary(tf.math.greater, "greater"),
     greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=_fallback(tf.math.negative, _negative_slow, "negative"),
-    abs=_fallback(tf.math.abs, _identity_for({tf.bool, tf.uint8}), "abs"),
-    relu=_fallback(tf.nn.relu, _identity_for({tf.bool}), "relu"),
-    floor=_fallback(tf.math.floor, _identity_for(_INTEGERS), "floor"),
+    relu=tf.nn.relu,
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
     max=_reduction(tf.math.reduce_max, "max", tf.math.reduce_any),

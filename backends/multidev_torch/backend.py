@@ -54,9 +54,6 @@ class Backend(Jit, Autograd, AdapterBase):
         self._natives[_CPU] = torch.device("cpu")
         self._places.update({torch.device("cpu"): _CPU, torch.device("cpu", 0): _CPU})
 
-    def version(self) -> str:
-        return str(torch.__version__)
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to PyTorch (NVML-based: CUDA stays uninitialised)."""
@@ -103,9 +100,6 @@ class Backend(Jit, Autograd, AdapterBase):
         return nullcontext()
 
     # tensors ---------------------------------------------------------------
-    def shape_of(self, x) -> tuple[int, ...]:
-        return tuple(x.shape)
-
     def from_numpy(self, arr: np.ndarray, dev: Device) -> torch.Tensor:
         """Zero-copy on the CPU, except for read-only, negatively strided or byte-swapped
         arrays, which PyTorch cannot alias: those are copied."""

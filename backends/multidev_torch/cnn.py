@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 
+import torch
 import torch.nn.functional as F
 
 #: the lowerings, found by op name by the adapter's op_table
 __all__ = [
     *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
     *("group_norm", "max_pool2d", "pad"),
+    "batch_norm_train",
 ]
 
 
@@ -53,6 +55,15 @@ def avg_pool2d(x, kernel, stride, pads):
 
 def batch_norm(x, mean, var, w, b, eps):
     return F.batch_norm(x, mean, var, w, b, mean is None, 0.0, eps)
+
+
+def batch_norm_train(x, w, b, eps, mean, var, momentum):
+    # PyTorch's kernel updates the running statistics in place by the rule the core wants;
+    # it takes both or neither
+    c = x.shape[1]
+    m = torch.zeros(c, dtype=x.dtype, device=x.device) if mean is None and var is not None else mean
+    v = torch.ones(c, dtype=x.dtype, device=x.device) if var is None and mean is not None else var
+    return F.batch_norm(x, m, v, w, b, True, momentum, eps), mean, var
 
 
 def pad(x, pads, mode, value):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from multidev.contract import key_axes
+
 __all__ = ["getitem", "write"]
 
 _BOOL = torch.bool
@@ -23,24 +25,16 @@ def _plain_key(items: tuple) -> bool:
     return True
 
 
-def _key_dims(k) -> int:
-    """How many dimensions of the indexed tensor a (non-Ellipsis) key item consumes."""
-    if k is None or type(k) is bool:
-        return 0
-    if isinstance(k, torch.Tensor) and k.dtype is _BOOL:
-        return k.dim()
-    return 1
+def _mask_ndim(k) -> int | None:
+    return k.dim() if isinstance(k, torch.Tensor) and k.dtype is _BOOL else None
 
 
 def _positive_steps(x, items: tuple):
     """``x`` flipped and the key rewritten so that every slice has a positive step and every
     index tensor is int64 (NumPy reads uint8 arrays as integer indices, PyTorch as masks)."""
-    n_ellipsis = x.dim() - sum(_key_dims(k) for k in items if k is not Ellipsis)
-    out, flips, dim = [], [], 0
-    for k in items:
-        if k is Ellipsis:
-            dim += n_ellipsis
-        elif type(k) is slice and k.step is not None and k.step < 0:
+    out, flips = [], []
+    for k, dim in key_axes(items, x.dim(), _mask_ndim):
+        if type(k) is slice and k.step is not None and k.step < 0:
             size = x.shape[dim]
             r = range(*k.indices(size))
             if len(r):
@@ -48,11 +42,8 @@ def _positive_steps(x, items: tuple):
                 k = slice(size - 1 - r[0], size - r[-1], -r.step)
             else:
                 k = slice(0, 0)
-            dim += 1
-        else:
-            if isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
-                k = k.to(_LONG)
-            dim += _key_dims(k)
+        elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
+            k = k.to(_LONG)
         out.append(k)
     return (x.flip(flips) if flips else x), tuple(out)
 

@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from multidev.contract import op_table, reduction
+from multidev.contract import op_table, reduction, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -18,14 +18,6 @@ __all__ = ["OPS"]
 
 _BOOL = torch.bool
 _LONG = torch.int64
-
-
-def _relu(x):
-    return torch.relu(x) if x.dtype is not _BOOL else x.clone()
-
-
-def _abs(x):
-    return torch.abs(x) if x.dtype is not _BOOL else x.clone()
 
 
 #: torch's reductions as (x, axis, keepdims) ops
@@ -41,17 +33,11 @@ def _arg(fn):
     return arg
 
 
-def _matmul_by_sum(a, b):
-    """Exact matmul for dtypes PyTorch's kernels lack (bool; integers on CUDA)."""
-    a2 = a.unsqueeze(0) if a.dim() == 1 else a
-    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    if a2.shape[-1] != b2.shape[-2]:
+def _matrices_by_sum(a, b):
+    """Exact matmul of matrices for dtypes PyTorch's kernels lack (bool; integers on CUDA)."""
+    if a.shape[-1] != b.shape[-2]:
         raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
-    out = (a2.unsqueeze(-1).to(_LONG) * b2.unsqueeze(-3).to(_LONG)).sum(-2)
-    if b.dim() == 1:
-        out = out.squeeze(-1)
-    if a.dim() == 1:
-        out = out.squeeze(-1 if b.dim() == 1 else -2)
+    out = (a.unsqueeze(-1).to(_LONG) * b.unsqueeze(-3).to(_LONG)).sum(-2)
     return out != 0 if a.dtype is _BOOL else out.to(a.dtype)
 
 
@@ -62,7 +48,7 @@ def _matmul(a, b):
         if a.dtype.is_floating_point or a.dim() == 0 or b.dim() == 0:
             raise
         try:
-            return _matmul_by_sum(a, b)
+            return vector_matmul(_matrices_by_sum, a, b, torch.unsqueeze, torch.squeeze)
         except RuntimeError:
             raise e from None
 
@@ -77,8 +63,6 @@ OPS = op_table(
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
-    abs=_abs,
-    relu=_relu,
     sum=_reduction(torch.sum),
     mean=_reduction(torch.mean),
     max=_reduction(torch.amax),

@@ -233,7 +233,10 @@ class ArrayNamespaceInfo:
     """What ``md.__array_namespace_info__()`` reports of the current backend."""
 
     def capabilities(self) -> dict[str, Any]:
-        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+        """What the backend supports; "max dimensions" is the framework's own limit (the
+        adapter's ``array_limits.ndim``: 9 on Paddle, 32 on MXNet, 64 elsewhere)."""
+        ndim = registry.current().array_limits.ndim
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": ndim}
 
     def default_device(self) -> Device:
         return registry.current().default_device()
@@ -496,7 +499,9 @@ def logical_not(x: Any, /) -> Tensor:
 
 def _truth_reduce(name: str):
     def fn(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:
-        x = ops.astype(as_tensor(x), _dt.bool, copy=False)
+        x = as_tensor(x)
+        # complex: true where either part is non-zero (TensorFlow's cast keeps only the real)
+        x = x != 0 if x._dtype.kind == "c" else ops.astype(x, _dt.bool, copy=False)
         axes = ops._axes(x, axis)
         return wrap(x, call(x, name, x._native, axes, keepdims), _dt.bool)
 
@@ -804,14 +809,15 @@ def triu(x: Any, /, *, k: int = 0) -> Tensor:
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
-    """Dot products of vectors along ``axis`` (broadcasting the rest)."""
+    """Dot products of vectors along ``axis`` (broadcasting the rest): ``sum(conj(x1) * x2)``,
+    so complex ``x1`` is conjugated."""
     x1 = as_tensor(x1)
     x2 = as_tensor(x2, x1)
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(
             f"Expected equal sizes along axis {axis}. Received: {x1.shape} and {x2.shape}"
         )
-    product = x1 * x2
+    product = (conj(x1) if x1._dtype.kind == "c" else x1) * x2
     return ops.sum(product, axis=axis, dtype=product.dtype)
 
 
@@ -842,16 +848,19 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
 # ---------------------------------------------------------------- creation
 
 
-def empty(shape: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
-    """A new tensor of ``shape`` whose values are unspecified (not zero-filled where the
-    framework has an uninitialised allocation; zeros on TensorFlow, which has none)."""
-    return creation.empty(shape, dtype, device)
+def empty(shape: Any = None, *sizes: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new tensor of ``shape`` (``empty((2, 3))``, or PyTorch's ``empty(2, 3)``) whose values
+    are unspecified (not zero-filled where the framework has an uninitialised allocation; zeros
+    on TensorFlow, which has none)."""
+    return creation.empty(shape, *sizes, dtype=dtype, device=device)
 
 
 def empty_like(x: Tensor, /, *, dtype: Any = None, device: Any = None) -> Tensor:
     """A new tensor of x's shape, dtype and device (or those given), values unspecified."""
     return creation.empty(
-        x.shape, x.dtype if dtype is None else dtype, x.device if device is None else device
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
     )
 
 

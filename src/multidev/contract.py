@@ -40,10 +40,12 @@ __all__ = [
     "dtype_error",
     "env_count",
     "find_native",
+    "key_axes",
     "lazy_backend",
     "missing_members",
     "op_table",
     "reduction",
+    "vector_matmul",
 ]
 
 
@@ -408,6 +410,11 @@ class AdapterBase:
         self._places: dict[Any, Device] = {}
         self._natives: dict[Device, Any] = {}
 
+    def version(self) -> str:
+        """The framework's version: its module's ``__version__`` (the module ``framework``
+        names)."""
+        return str(sys.modules[self.framework.name].__version__)
+
     # dtypes ----------------------------------------------------------------
     def dtype_of(self, x: Any) -> DType:
         """multidev's dtype of the native tensor ``x``; TypeError for a dtype it lacks."""
@@ -446,6 +453,10 @@ class AdapterBase:
                 f"the {self.name} backend. {self.convert_hint}"
             )
         return dtype_error(self.name, self.dtypes, dt, self.dtype_alternatives)
+
+    def shape_of(self, x: Any) -> tuple[int, ...]:
+        """The shape of the native tensor ``x`` as a tuple of ints."""
+        return tuple(x.shape)
 
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
@@ -664,6 +675,60 @@ def reduction(
         return x
 
     return reduce
+
+
+def key_axes(key: Any, ndim: int, mask_ndim: Callable[[Any], int | None]) -> list[tuple[Any, int]]:
+    """Each item of an index key on an ``ndim``-d tensor with the first axis it indexes, as
+    NumPy reads it: the Ellipsis (or, without one, the end of the key) stands for full slices
+    of the axes no other item indexes; None and Python bools index none, a boolean mask as many
+    as its rank (``mask_ndim(item)``, None for an item that is no mask), any other item one.
+    IndexError for two Ellipses or more indexed axes than the tensor has."""
+    items = key if type(key) is tuple else (key,)
+    ellipses = sum(k is Ellipsis for k in items)
+    if ellipses > 1:
+        raise IndexError("Expected at most one Ellipsis (...) in an index. Received: several")
+
+    def span(k: Any) -> int:
+        if k is Ellipsis or k is None or type(k) is bool:
+            return 0
+        n = mask_ndim(k)
+        return 1 if n is None else n
+
+    spans = [span(k) for k in items]
+    rest = ndim - sum(spans)
+    if rest < 0:
+        raise IndexError(
+            f"Expected at most {ndim} indices for a {ndim}-d tensor. Received: {sum(spans)}"
+        )
+    out: list[tuple[Any, int]] = []
+    dim = 0
+    for k, n in zip(items, spans, strict=True):
+        if k is Ellipsis:
+            out.extend((slice(None), dim + i) for i in range(rest))
+            dim += rest
+        else:
+            out.append((k, dim))
+            dim += n
+    if not ellipses:
+        out.extend((slice(None), dim + i) for i in range(rest))
+    return out
+
+
+def vector_matmul(
+    matrices: Callable[[Any, Any], Any],
+    a: Any,
+    b: Any,
+    expand: Callable[[Any, int], Any],
+    squeeze: Callable[[Any, int], Any],
+) -> Any:
+    """The Array API's ``a @ b`` from ``matrices``, a matmul of (stacks of) matrices: a 1-d
+    ``a`` is a one-row matrix, a 1-d ``b`` a one-column one, and the result loses the axes
+    they added. ``expand(x, axis)`` and ``squeeze(x, axis)`` are the framework's."""
+    ra, rb = len(a.shape), len(b.shape)
+    out = matrices(expand(a, 0) if ra == 1 else a, expand(b, -1) if rb == 1 else b)
+    if rb == 1:
+        out = squeeze(out, -1)
+    return squeeze(out, -1 if rb == 1 else -2) if ra == 1 else out
 
 
 def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:

@@ -148,38 +148,54 @@ def full(
     return as_leaf(Tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
 
 
+def _shape_or_sizes(shape: Any, sizes: tuple, size: Any) -> tuple[int, ...]:
+    """The shape of ``ones(shape)`` (the Array API's form: ``shape`` is a pos-or-keyword
+    argument) and of ``ones(2, 3)`` (PyTorch's: the sizes as arguments) alike."""
+    given = () if shape is None and not sizes else (shape, *sizes)
+    return _varshape(given, size)
+
+
 def zeros(
-    *shape: Any,
+    shape: Any = None,
+    *sizes: Any,
     size: Any = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """Zeros of ``shape``: ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``."""
+    """Zeros of ``shape`` (float32 by default): ``zeros((2, 3))``, ``zeros(2, 3)``,
+    ``zeros(shape=(2, 3))`` or ``zeros(size=(2, 3))``."""
     dt = _dt.float32 if dtype is None else dtype
-    return full(_varshape(shape, size), 0, dt, device, requires_grad=requires_grad)
+    shape = _shape_or_sizes(shape, sizes, size)
+    return full(shape, 0, dt, device, requires_grad=requires_grad)
 
 
 def ones(
-    *shape: Any,
+    shape: Any = None,
+    *sizes: Any,
     size: Any = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """Ones of ``shape``: ``ones(2, 3)``, ``ones((2, 3))`` or ``ones(size=(2, 3))``."""
+    """Ones of ``shape`` (float32 by default): ``ones((2, 3))``, ``ones(2, 3)``,
+    ``ones(shape=(2, 3))`` or ``ones(size=(2, 3))``."""
     dt = _dt.float32 if dtype is None else dtype
-    return full(_varshape(shape, size), 1, dt, device, requires_grad=requires_grad)
+    shape = _shape_or_sizes(shape, sizes, size)
+    return full(shape, 1, dt, device, requires_grad=requires_grad)
 
 
-def empty(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A new tensor of ``shape`` whose values are unspecified (float32 by default): the
-    framework's uninitialised allocation (``torch.empty``, ``paddle.empty``, ``mx.np.empty``,
-    ``np.empty``); zeros on TensorFlow, which has none."""
+def empty(
+    shape: Any = None, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """A new tensor of ``shape`` (``empty((2, 3))`` or ``empty(2, 3)``) whose values are
+    unspecified (float32 by default): the framework's uninitialised allocation
+    (``torch.empty``, ``paddle.empty``, ``mx.np.empty``, ``np.empty``); zeros on TensorFlow,
+    which has none."""
     bk = registry.current()
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     dev = device_for(bk, device)
-    shape = normalize_shape(shape)
+    shape = _shape_or_sizes(shape, sizes, size)
     _check_bytes(shape, dt, dev)
     return Tensor(bk.empty(shape, dt, dev), bk, dev, dt)
 

@@ -459,8 +459,23 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     return Tensor(out, bk, x._dev, _result_dtype(dt, kind))
 
 
+#: unary ops that are the identity on bool and unsigned input (``|x|``, ``max(x, 0)``): the
+#: core answers them with a copy, so adapters need no kernel of theirs for those dtypes
+_IDENTITY_ON_UNSIGNED = frozenset({"abs", "relu"})
+
+
 def unop(x: Tensor, name: str) -> Tensor:
+    """The adapter's elementwise op ``name`` on x, keeping x's dtype; TypeError for ``-`` on
+    bool (as in NumPy and PyTorch)."""
     bk = x._bk
+    if x._dtype.kind in "bu":
+        if name in _IDENTITY_ON_UNSIGNED:
+            name = "copy"
+        elif name == "negative" and x._dtype is _dt.bool:
+            raise TypeError(
+                "Expected a numeric tensor for unary -. Received: a bool tensor. "
+                "Invert a mask with ~x (logical_not) instead."
+            )
     return Tensor(on(bk, x._dev, getattr(bk.ops, name), x._native), bk, x._dev, x._dtype)
 
 

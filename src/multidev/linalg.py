@@ -104,6 +104,23 @@ def _eps_tol(x: Tensor) -> float:
     return builtins.max(x.shape[-2:]) * array_api.finfo(x._dtype).eps
 
 
+def _cutoff(x: Tensor, s: Tensor, rtol: Any) -> Tensor:
+    """The singular values at or below which ``pinv`` and ``matrix_rank`` count one as zero:
+    ``rtol`` (a number, or a tensor broadcast against the stack's batch shape) times the
+    largest singular value of each matrix, shape ``(..., 1)``."""
+    if rtol is None:
+        rtol = _eps_tol(x)
+    if isinstance(rtol, Tensor):
+        rtol = ops.reshape(ops.astype(rtol, s._dtype, copy=False), (*rtol.shape, 1))
+    return rtol * ops.max(s, axis=-1, keepdims=True)
+
+
+def _real(out: Tensor) -> Tensor:
+    """A norm or log-magnitude in the real dtype the standard asks for (TensorFlow and Paddle
+    return complex input's in a complex dtype, with a zero imaginary part)."""
+    return array_api.real(out) if out._dtype.kind == "c" else out
+
+
 # ---------------------------------------------------------------- decompositions
 
 
@@ -165,7 +182,7 @@ def slogdet(x: Any, /) -> SlogdetResult:
     ``det`` overflows)."""
     x = _matrices(x, "slogdet", square=True)
     sign, logabs = _native(x, "slogdet", x._native)
-    return SlogdetResult(wrap(x, sign, x._dtype), wrap(x, logabs))
+    return SlogdetResult(wrap(x, sign, x._dtype), _real(wrap(x, logabs)))
 
 
 def inv(x: Any, /) -> Tensor:
@@ -174,12 +191,22 @@ def inv(x: Any, /) -> Tensor:
     return wrap(x, _native(x, "inv", x._native), x._dtype)
 
 
-def pinv(x: Any, /, *, rtol: float | None = None) -> Tensor:
-    """The Moore-Penrose pseudo-inverses; singular values below ``rtol`` times the largest are
-    treated as zero (default: max(M, N) times the dtype's epsilon)."""
+def pinv(x: Any, /, *, rtol: float | Tensor | None = None) -> Tensor:
+    """The Moore-Penrose pseudo-inverses; singular values at or below ``rtol`` times the
+    largest are treated as zero (default: max(M, N) times the dtype's epsilon). ``rtol`` is a
+    number or a tensor broadcast against the batch shape ``x.shape[:-2]``."""
     x = _matrices(x, "pinv")
-    tol = _eps_tol(x) if rtol is None else float(rtol)
-    return wrap(x, _native(x, "pinv", x._native, rtol=tol), x._dtype)
+    if not isinstance(rtol, Tensor):
+        tol = _eps_tol(x) if rtol is None else float(rtol)
+        return wrap(x, _native(x, "pinv", x._native, rtol=tol), x._dtype)
+    # one tolerance per matrix: the framework's pinv takes a number, so build it from the SVD
+    u, s, vh = svd(x, full_matrices=False)
+    keep = s > _cutoff(x, s, rtol)
+    s_inv = ops.where(keep, 1 / ops.where(keep, s, 1), 0)
+    s_inv = ops.astype(ops.reshape(s_inv, (*s_inv.shape[:-1], 1, s_inv.shape[-1])), x._dtype)
+    v = array_api.conj(matrix_transpose(vh)) if x._dtype.kind == "c" else matrix_transpose(vh)
+    uh = array_api.conj(matrix_transpose(u)) if x._dtype.kind == "c" else matrix_transpose(u)
+    return ops.matmul(v * s_inv, uh)
 
 
 def solve(x1: Any, x2: Any, /) -> Tensor:
@@ -221,13 +248,15 @@ def matrix_power(x: Any, n: int, /) -> Tensor:
     return wrap(x, _native(x, "matrix_power", x._native, n), x._dtype)
 
 
-def matrix_rank(x: Any, /, *, rtol: float | None = None) -> Tensor:
+def matrix_rank(x: Any, /, *, rtol: float | Tensor | None = None) -> Tensor:
     """The ranks (int64): how many singular values exceed ``rtol`` times the largest (default
-    max(M, N) times the dtype's epsilon)."""
+    max(M, N) times the dtype's epsilon; a number, or a tensor broadcast against the batch
+    shape ``x.shape[:-2]``)."""
     x = _matrices(x, "matrix_rank")
     s = svdvals(x)
-    tol = (_eps_tol(x) if rtol is None else float(rtol)) * ops.max(s, axis=-1, keepdims=True)
-    return ops.sum(s > tol, axis=-1)
+    if not isinstance(rtol, Tensor) and rtol is not None:
+        rtol = float(rtol)
+    return ops.sum(s > _cutoff(x, s, rtol), axis=-1)
 
 
 # ---------------------------------------------------------------- products and norms
@@ -285,6 +314,9 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: flo
     """The ``ord``-norms of vectors along ``axis`` (all axes by default): any real ``ord``,
     ``inf`` (largest magnitude), ``-inf`` (smallest) or 0 (the count of non-zeros)."""
     x = floating(as_tensor(x))
+    if x.ndim == 0 and axis is None:  # a 0-d tensor is a vector of one element
+        out = vector_norm(ops.reshape(x, (1,)), axis=0, ord=ord)
+        return ops.reshape(out, ())
     axes = ops._axes(x, axis)
     axes = tuple(range(x.ndim)) if axes is None else axes
     if not axes:
@@ -300,11 +332,11 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: flo
         mag = abs(flat)
         out = ops.max(mag, axis=-1) if ord > 0 else ops.min(mag, axis=-1)
     elif ord == 0:
-        out = ops.astype(ops.sum(flat != 0, axis=-1), x._dtype)
+        out = ops.astype(ops.sum(flat != 0, axis=-1), _dt.real_dtype(x._dtype))
     elif ord < 0:
         out = ops.sum(abs(flat) ** ord, axis=-1) ** (1 / ord)
     else:
-        out = wrap(x, _native(x, "vector_norm", flat._native, ord))
+        out = _real(wrap(x, _native(x, "vector_norm", flat._native, ord)))
     return ops.reshape(out, keep) if keepdims else out
 
 

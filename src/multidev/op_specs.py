@@ -62,7 +62,8 @@ _declare("(x1, x2)", "same", "maximum minimum")
 _declare("(x1, x2)", "bool", "equal not_equal less less_equal greater greater_equal", False)
 _declare("(x1, x2)", "bool", "logical_and logical_or")
 _declare("(x)", "bool", "logical_not")
-_declare("(x)", "keep", "negative abs relu copy", False)
+_declare("(x)", "keep", "negative copy", False)
+_declare("(x)", "keep", "abs relu")  # on bool and unsigned input the core copies instead
 _declare("(x)", "float", "exp log log1p sqrt sin cos tanh sigmoid reciprocal")
 _declare("(x)", "float", "acos|arccos acosh|arccosh asin|arcsin asinh|arcsinh atan|arctan")
 _declare("(x)", "float", "atanh|arctanh cosh sinh tan expm1 log2 log10")
@@ -113,6 +114,13 @@ _declare("(x, kernel, stride, pads)", "layer", "max_pool2d avg_pool2d", False)
 _declare("(x, output_size)", "layer", "adaptive_avg_pool2d", False, optional=True)
 _declare("(x, mean or None (training), var, weight, bias, eps)", "layer", "batch_norm", False)
 _declare("(x, groups, weight, bias, eps)", "layer", "group_norm", False, optional=True)
+_declare(  # -> (y, new running mean, new running var): the fused kernel's batch statistics
+    "(x, weight, bias, eps, running_mean or None, running_var or None, momentum)",
+    "layer",
+    "batch_norm_train",
+    False,
+    optional=True,
+)
 _declare("(x, pads ((before, after) per axis), mode, value)", "keep", "pad", False)
 _declare("(weight (n, d), int64 indices)", "layer", "embedding", False)
 _declare("(int64 indices, num_classes)", "index", "one_hot", False)

@@ -255,27 +255,35 @@ def mean(x, axis=None, keepdims: bool = False) -> Tensor:
     return wrap(x, call(x, "mean", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
-def _nonempty(x: Tensor, what: str) -> None:
+def _nonempty(x: Tensor, what: str, axis: Any = None) -> None:
+    """A reduction with no identity (max, min, argmax, argmin) needs elements along each axis
+    it reduces; an empty tensor is fine when the reduced axes are non-empty (shape (0, 3)
+    reduced over axis 1 gives shape (0,))."""
     if x.size == 0:
-        raise ValueError(f"Expected a non-empty tensor for {what}. Received: shape {x.shape}")
+        axes = range(x.ndim) if axis is None else _axes(x, axis)
+        if any(x.shape[a] == 0 for a in axes):
+            raise ValueError(
+                f"Expected a non-empty tensor (or non-empty reduced axes) for {what}. "
+                f"Received: shape {x.shape}, axis={axis!r}"
+            )
 
 
 def max(x, axis=None, keepdims: bool = False) -> Tensor:
     x = as_tensor(x)
-    _nonempty(x, "max")
+    _nonempty(x, "max", axis)
     return wrap(x, call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def min(x, axis=None, keepdims: bool = False) -> Tensor:
     x = as_tensor(x)
-    _nonempty(x, "min")
+    _nonempty(x, "min", axis)
     return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """Index of the largest element (first one on ties), as int64."""
     x = as_tensor(x)
-    _nonempty(x, "argmax")
+    _nonempty(x, "argmax", axis)
     ax = None if axis is None else _axis(x, axis)
     out = call(x, "argmax", x._native, ax, keepdims)
     return wrap(x, out, _dt.int64)
@@ -283,7 +291,7 @@ def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
 
 def argmin(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
     x = as_tensor(x)
-    _nonempty(x, "argmin")
+    _nonempty(x, "argmin", axis)
     ax = None if axis is None else _axis(x, axis)
     return wrap(x, call(x, "argmin", x._native, ax, keepdims), _dt.int64)
 

@@ -19,7 +19,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -274,30 +275,63 @@ def launch(
         plan = _plan(
             engine, nproc_per_node, nnodes, node_rank, master_addr, master_port, list(argv), log_dir
         )
-        running: list[tuple[Proc, subprocess.Popen]] = []
-        pumps: list[threading.Thread] = []
-        try:
-            for proc in plan:
-                popen = subprocess.Popen(
-                    proc.cmd,
-                    env={**base, **proc.env},
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-                running.append((proc, popen))
-                t = threading.Thread(
-                    target=_pump, args=(popen.stdout, proc.label, out, lock), daemon=True
-                )
-                t.start()
-                pumps.append(t)
-            status = _watch(running, stop_timeout, out, lock)
-        finally:
-            for _, popen in running:
-                _stop(popen, stop_timeout)
-            for t in pumps:
-                t.join(stop_timeout)
-    return status
+        with _stopped_by_signals():
+            return _run(plan, base, stop_timeout, out, lock)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP to the launcher raise SystemExit (128 + the signal) while it runs,
+    so that it stops its workers (they run in sessions of their own, which a signal to the
+    launcher's group does not reach) instead of dying and leaving them running. Only in the
+    main thread, where Python can take signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(
+    plan: list[Proc],
+    base: dict[str, str],
+    stop_timeout: float,
+    out: IO[str],
+    lock: threading.Lock,
+) -> int:
+    """Start ``plan``'s processes, watch them, and stop every one that still runs on the way
+    out, whatever the way out is."""
+    running: list[tuple[Proc, subprocess.Popen]] = []
+    pumps: list[threading.Thread] = []
+    try:
+        for proc in plan:
+            popen = subprocess.Popen(
+                proc.cmd,
+                env={**base, **proc.env},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            running.append((proc, popen))
+            t = threading.Thread(
+                target=_pump, args=(popen.stdout, proc.label, out, lock), daemon=True
+            )
+            t.start()
+            pumps.append(t)
+        return _watch(running, stop_timeout, out, lock)
+    finally:
+        for _, popen in running:
+            _stop(popen, stop_timeout)
+        for t in pumps:
+            t.join(stop_timeout)
 
 
 def _watch(

@@ -11,6 +11,7 @@ from ..dispatch import call as _call
 from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
 from ..dispatch import on as _on
+from ..dispatch import unop as _unop
 from ..dispatch import wrap as _wrap
 from ..random import dropout_mask
 from ..tensors import Tensor
@@ -44,8 +45,7 @@ __all__ = [
 
 def relu(x) -> Tensor:
     """max(x, 0), elementwise."""
-    x = _tensor(x)
-    return _wrap(x, _call(x, "relu", x._native), x._dtype)
+    return _unop(_tensor(x), "relu")
 
 
 def sigmoid(x) -> Tensor:

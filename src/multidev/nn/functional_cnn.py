@@ -11,6 +11,12 @@ written here once; the adapters' op tables receive explicit, already-checked arg
   kh * kw; other divisors are corrected here).
 - ``batch_norm(x, mean, var, weight, bias, eps)`` on a 4-D input: ``mean``/``var`` None
   normalises with the batch's own statistics (training), else with the given ones.
+- optional ``batch_norm_train(x, weight, bias, eps, running_mean, running_var, momentum)``
+  on a 4-D input: normalises with the batch's statistics and returns ``(y, new_mean,
+  new_var)``, the running statistics (natives in x's dtype, or None) updated by PyTorch's
+  rule ``(1 - momentum) * running + momentum * batch`` (unbiased variance) from the batch
+  statistics the fused kernel computed; an adapter may update the given natives in place and
+  return them. Without it the running statistics come from separate reductions here.
 - optional ``group_norm(x, groups, weight, bias, eps)`` and ``adaptive_avg_pool2d(x, size)``
   (else composed here from the adapter's other ops).
 - ``pad(x, pads, mode, value)`` with one (before, after) pair per dimension.
@@ -393,6 +399,8 @@ def avg_pool2d(
                 f"Expected a positive int for divisor_override. Received: {divisor_override!r}"
             )
         return y * (area / divisor_override)
+    if all(lo == hi for lo, hi in pads) and (count_include_pad or not any(padding_)):
+        return y  # every window holds kh * kw counted cells: the kernel's divisor is right
     counted = tuple((p, p) for p in padding_) if count_include_pad else ((0, 0), (0, 0))
     counts = _window_counts(shape, kernel, stride_, pads, counted, sizes)
     if np.all(counts == area):
@@ -452,6 +460,23 @@ def _channel_shape(x: Tensor, fn: str) -> tuple[int, ...]:
     )
 
 
+def _update_running(
+    xs: Tensor, running_mean: Tensor | None, running_var: Tensor | None, m: float, count: int
+) -> None:
+    """Running statistics updated from the batch ``xs`` (N, C, H, W) by separate reductions,
+    where the adapter has no fused ``batch_norm_train``."""
+    if running_mean is None and running_var is None:
+        return
+    with no_grad():
+        mean = xs.mean(axis=(0, 2, 3))
+        if running_mean is not None:
+            running_mean[...] = running_mean * (1 - m) + mean * m
+        if running_var is not None:
+            centred = xs - mean.reshape(1, xs.shape[1], 1, 1)
+            var = (centred * centred).sum(axis=(0, 2, 3)) / (count - 1)
+            running_var[...] = running_var * (1 - m) + var * m
+
+
 def batch_norm(
     input: Any,
     running_mean: Tensor | None,
@@ -493,18 +518,20 @@ def batch_norm(
                 f"Expected more than 1 value per channel when training. Received: input of "
                 f"shape {x.shape}. Use a larger batch or call eval()."
             )
-        y = _call(x, "batch_norm", x4, None, None, w, b, float(eps))
-        if running_mean is not None or running_var is not None:
-            m = 0.1 if momentum is None else float(momentum)
+        m = 0.1 if momentum is None else float(momentum)
+        buffers = (running_mean, running_var)
+        if getattr(x._bk.ops, "batch_norm_train", None) is not None and all(
+            t is None or t._dtype is dt for t in buffers
+        ):
+            rm, rv = (None if t is None else t._native for t in buffers)
+            y, *news = _call(x, "batch_norm_train", x4, w, b, float(eps), rm, rv, m)
             with no_grad():
-                xs = _out(x, x4, dt)
-                mean = xs.mean(axis=(0, 2, 3))
-                if running_mean is not None:
-                    running_mean[...] = running_mean * (1 - m) + mean * m
-                if running_var is not None:
-                    centred = xs - mean.reshape(1, c, 1, 1)
-                    var = (centred * centred).sum(axis=(0, 2, 3)) / (count - 1)
-                    running_var[...] = running_var * (1 - m) + var * m
+                for t, new in zip(buffers, news, strict=True):
+                    if t is not None and new is not t._native:
+                        t[...] = _out(t, new, dt)
+        else:
+            y = _call(x, "batch_norm", x4, None, None, w, b, float(eps))
+            _update_running(_out(x, x4, dt), running_mean, running_var, m, count)
     else:
         if running_mean is None or running_var is None:
             raise ValueError(

@@ -392,7 +392,14 @@ class Block:
                 if dtype is not None and buf.dtype.is_floating_point:
                     buf = buf.astype(dtype)
                 bufs[name] = buf
+            if module._lazy:
+                module._defer_to(dev, dtype)
         return self
+
+    def _defer_to(self, device: Any, dtype: _dt.DType | None) -> None:
+        """Record a move (``device``) or floating-point cast (``dtype``) made before a lazy
+        block's first call, for what it creates then other than its UninitializedParameters
+        (which record their own). None leaves that side as it was. Nothing by default."""
 
     def double(self: _B) -> _B:
         """Cast the floating-point parameters and buffers to float64: ``to(md.float64)``."""

@@ -174,6 +174,14 @@ class LazyBatchNorm2d(BatchNorm2d):
     ) -> None:
         super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
+    def _defer_to(self, device: Any, dtype: _dt.DType | None) -> None:
+        # the running statistics created on the first call follow it, as PyTorch's
+        # UninitializedBuffers do
+        if device is not None:
+            self._device = device
+        if dtype is not None:
+            self._dtype_arg = dtype
+
     def initialize_parameters(self, X: Any, *args: Any, **kwargs: Any) -> None:
         X = X if isinstance(X, Tensor) else asarray(X)
         self._check_input(X)
@@ -184,7 +192,8 @@ class LazyBatchNorm2d(BatchNorm2d):
         if b is not None and not b.initialized:
             b._materialize(zeros((c,), dtype=b.dtype, device=b.device))
         if self.track_running_stats and self.running_mean is None:
-            device, dtype = X.device, self._dtype_arg
+            device = X.device if self._device is None else self._device
+            dtype = self._dtype_arg
             self.register_buffer("running_mean", zeros((c,), dtype=dtype, device=device))
             self.register_buffer("running_var", ones((c,), dtype=dtype, device=device))
             self.register_buffer("num_batches_tracked", zeros((), dtype=_dt.int64, device=device))
