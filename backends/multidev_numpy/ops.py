@@ -17,6 +17,7 @@ from .sequence_ops import SEQUENCE_LOWERINGS
 __all__ = ["OPS", "writable"]
 
 _asarray = np.asarray
+_ndarray = np.ndarray
 
 
 def _arr(fn):
@@ -48,7 +49,12 @@ def _binary(fn):
     """A binary op. NumPy 1.x casts by value when one side is 0-d or a Python scalar; the core
     has already chosen the result dtype, so a Python scalar is given the array's dtype."""
     if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
-        return _arr(fn)
+
+        def binary(a, b):  # two positional operands, an exact type check: the operators' path
+            out = fn(a, b)
+            return out if type(out) is _ndarray else _asarray(out)
+
+        return binary
 
     def wrapped(a, b):
         if type(a) in _PY_SCALARS:

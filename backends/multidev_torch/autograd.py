@@ -77,5 +77,5 @@ class Autograd(EagerAutograd):
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         if not loss.requires_grad:
             return False
-        torch.autograd.backward(loss, gradient, retain_graph=retain_graph)
+        loss.backward(gradient, retain_graph=retain_graph)
         return True

@@ -30,7 +30,16 @@ class Jit:
     jit_compiling = staticmethod(torch.compiler.is_compiling)
 
     def jit_compile(self, body: Any) -> Any:
-        return torch.compile(body, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))
+        """``body`` under ``torch.compile``, traced with ``trace_autograd_ops`` on: a training
+        step's ``backward()`` then joins the step's graph instead of breaking it (a step that
+        returns its loss undetached still breaks there, as the same native step does)."""
+        compiled = torch.compile(body, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))
+
+        def run(*natives: Any) -> Any:
+            with torch._dynamo.config.patch(trace_autograd_ops=True):
+                return compiled(*natives)
+
+        return run
 
     def synchronize(self, dev: Device | None) -> None:
         if not torch.cuda.is_available() or not torch.cuda.is_initialized():

@@ -331,13 +331,17 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     return Tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
-#: (op name, adapter) -> the adapter's native op, looked up once
-_NATIVE_OPS: dict[tuple[str, Any], Any] = {}
 #: the dtypes whose ``/`` (floating) and ``&``/``|`` (bool) need no promotion
 _FAST_DTYPES = {
     DIV: frozenset(d for d in _dt.ALL if d.kind == "f"),
     LOGIC: frozenset({_dt.bool}),
 }
+_new = object.__new__
+#: (op name, adapter) -> the adapter's native op, looked up once. A module global, not a
+#: closure cell: torch.compile reads a global dict keyed by adapters, but cannot rebuild one
+#: held in a closure once it has entries
+_NATIVE_OPS: dict[tuple[str, Any], Any] = {}
+_BOOL = _dt.bool
 
 
 def _native_op(name: str, bk: Any) -> Any:
@@ -347,9 +351,10 @@ def _native_op(name: str, bk: Any) -> Any:
 
 def make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
-    dtype, no device scope needed) handled without further calls. The native op is looked
-    up once per adapter. The closures hold constants only (what they reach otherwise is a
-    module global): torch.compile inlines them without a graph break."""
+    dtype, no device scope needed) handled in its own frame: the operands are compared by
+    identity, the native op is looked up once per adapter, and the result is made without
+    calling ``Tensor.__init__``. The closures hold constants only (what they reach otherwise
+    is a module global): torch.compile inlines them without a graph break."""
     if kind in (ARITH, CMP):
         is_cmp = kind == CMP
 
@@ -358,13 +363,20 @@ def make_operator(name: str, kind: int):
                 bk = self._bk
                 dev = self._dev
                 dt = self._dtype
-                if other._bk is bk and other._dev is dev and other._dtype is dt:
-                    scoped = bk.scoped_devices
-                    if not scoped or dev not in scoped:
-                        fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
-                        return Tensor(
-                            fn(self._native, other._native), bk, dev, _dt.bool if is_cmp else dt
-                        )
+                if (
+                    other._bk is bk
+                    and other._dev is dev
+                    and other._dtype is dt
+                    and dev not in bk.scoped_devices
+                ):
+                    out = _new(Tensor)
+                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
+                        self._native, other._native
+                    )
+                    out._bk = bk
+                    out._dev = dev
+                    out._dtype = _BOOL if is_cmp else dt
+                    return out
             return binop(self, other, name, kind)
 
     else:
@@ -379,10 +391,16 @@ def make_operator(name: str, kind: int):
                     and other._dev is dev
                     and other._dtype is dt
                     and dt in _FAST_DTYPES[kind]
-                    and (not bk.scoped_devices or dev not in bk.scoped_devices)
+                    and dev not in bk.scoped_devices
                 ):
-                    fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
-                    return Tensor(fn(self._native, other._native), bk, dev, dt)
+                    out = _new(Tensor)
+                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
+                        self._native, other._native
+                    )
+                    out._bk = bk
+                    out._dev = dev
+                    out._dtype = dt
+                    return out
             return binop(self, other, name, kind)
 
     def reflected(self, other):

@@ -131,7 +131,9 @@ class Tensor:
             f"tensor({body}, dtype={self._dtype.name}, device={self._dev}, backend={self._bk.name})"
         )
 
-    __hash__ = object.__hash__  # __eq__ is elementwise: identity hashing, as in PyTorch
+    # __eq__ is elementwise and hashing is by identity, as in PyTorch: object's own __hash__,
+    # inherited (no __hash__ here; __eq__ is attached after the class is made, which keeps
+    # it), so that torch.compile hashes Tensors and Parameters (optimiser state keys) too.
 
     def __pos__(self) -> Tensor:
         return self
