@@ -17,18 +17,69 @@ __all__ = ["LOWERINGS"]
 def _sort(x, axis, descending):
     if x.dtype == bool:
         return _sort(x.astype("uint8"), axis, descending).astype(bool)
+    if x.dtype.kind == "f":  # MXNet's sort misplaces NaNs: through the argsort below
+        return _along(x, _argsort(x, axis, descending), axis)
     if descending:
         return mnp.flip(mnp.sort(mnp.flip(x, axis), axis=axis), axis)
     return mnp.sort(x, axis=axis)
 
 
+def _along(x, idx, axis):
+    """``x`` picked by ``idx`` (int64, x's shape) along ``axis``, with MXNet's take kernel
+    (its ``take_along_axis`` runs NumPy on the host)."""
+    n = x.shape[axis]
+    moved = mnp.moveaxis(x, axis, -1)
+    rows = moved.size // n
+    flat = mnp.moveaxis(idx, axis, -1).reshape((rows, n))
+    flat = flat + (mnp.arange(rows, dtype="int64") * n).reshape((rows, 1))
+    return mnp.moveaxis(mnp.take(moved.reshape(-1), flat).reshape(moved.shape), -1, axis)
+
+
 def _argsort(x, axis, descending):
+    """Stable, NaN greater than every number (PyTorch's order): MXNet's argsort (an
+    introsort) reorders ties past 16 elements and misplaces NaNs, so the values, NaN as +inf,
+    are sorted once, each run of equal sorted values numbered (NaNs after +inf), and the int64
+    key run * n + position (distinct for every element, so any sort of it is exact) sorted."""
     if x.dtype == bool:
         x = x.astype("uint8")
-    if not descending:
+    n = x.shape[axis]
+    if x.size == 0 or n < 2:
         return mnp.argsort(x, axis=axis).astype("int64")
-    rev = mnp.argsort(mnp.flip(x, axis), axis=axis).astype("int64")
-    return mnp.flip(x.shape[axis] - 1 - rev, axis)
+    nan = None
+    if x.dtype.kind == "f":
+        nan = mnp.isnan(x)
+        x = mnp.where(nan, mnp.full_like(x, float("inf")), x)
+    order = mnp.argsort(x, axis=axis).astype("int64")
+    ranked = _along(x, order, axis)
+    new_run = mnp.take(ranked, mnp.arange(1, n), axis=axis) != mnp.take(
+        ranked, mnp.arange(n - 1), axis=axis
+    )
+    first = mnp.zeros_like(mnp.take(order, mnp.arange(1), axis=axis))
+    runs = mnp.concatenate([first, mnp.cumsum(new_run.astype("int64"), axis=axis)], axis=axis)
+    inverse = mnp.argsort(order, axis=axis).astype("int64")  # a permutation: no ties
+    run = _along(runs, inverse, axis)
+    if nan is not None:
+        run = run + n * nan.astype("int64")
+    if descending:
+        run = 2 * n - 1 - run
+    shape = [1] * x.ndim
+    shape[axis] = n
+    position = mnp.arange(n, dtype="int64").reshape(tuple(shape))
+    return mnp.argsort(run * n + position, axis=axis).astype("int64")
+
+
+def _flip(x, axes):
+    """MXNet 1.9's flip kernel has no bool: through uint8."""
+    if x.dtype == bool:
+        return mnp.flip(x.astype("uint8"), axes).astype(bool)
+    return mnp.flip(x, axes)
+
+
+def _roll(x, shifts, axes):
+    """MXNet 1.9's roll kernel has no bool: through uint8."""
+    if x.dtype == bool:
+        return mnp.roll(x.astype("uint8"), shifts, axes).astype(bool)
+    return mnp.roll(x, shifts, axes)
 
 
 def _logaddexp(a, b):
@@ -92,6 +143,8 @@ LOWERINGS: dict[str, Any] = {
     "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
     "sort": _sort,
     "argsort": _argsort,
+    "flip": _flip,
+    "roll": _roll,
     "searchsorted": lambda a, v, side: mnp.searchsorted(a, v, side=side).astype("int64"),
     "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
     "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),

@@ -115,7 +115,7 @@ def setitem(x, key, value):
         # several of MXNet's assignment kernels lack bool: assign in uint8, copy back
         staged = x.astype(_UINT8)
         setitem(staged, key, value.astype(_UINT8))
-        x[...] = staged.astype(_BOOL)
+        x[()] = staged.astype(_BOOL)  # MXNet refuses x[...] = on a 0-d array
         return x
     if _has_array(key):
         if 0 in x.shape:  # nothing to write (MXNet's scatter kernels crash on it)
