@@ -209,13 +209,13 @@ class Backend(Jit, Autograd, AdapterBase):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
         key = native_key(key)
         whole = key is Ellipsis or (isinstance(key, tuple) and all(k is Ellipsis for k in key))
-        mask = isinstance(key, paddle.Tensor) and key.dtype == paddle.bool and key.ndim == 0
+        mask = isinstance(key, self.tensor_types) and key.dtype == paddle.bool and key.ndim == 0
         if x.ndim == 0 and (whole or mask):
             # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7"),
             # and its masked write a 0-d mask: x keeps its value where the mask is False
             if mask and not key.item():
                 return x
-            if not isinstance(value, paddle.Tensor):
+            if not isinstance(value, self.tensor_types):
                 value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
             paddle.assign(value.reshape([]).astype(x.dtype), output=x)
             return x
