@@ -91,35 +91,35 @@ def _axis(x: Tensor, axis: int) -> int:
 
 
 def add(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) + y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) + y
 
 
 def subtract(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) - y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) - y
 
 
 def multiply(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) * y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) * y
 
 
 def divide(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) / y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) / y
 
 
 def pow(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) ** y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) ** y
 
 
 def equal(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) == y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) == y
 
 
 def less(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) < y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) < y
 
 
 def greater(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) > y
+    return (x if isinstance(x, Tensor) else as_tensor(x)) > y
 
 
 def negative(x) -> Tensor:
