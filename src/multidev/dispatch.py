@@ -409,6 +409,7 @@ def make_operator(name: str, kind: int):
     def reflected(self, other):
         return rbinop(self, other, name, kind)
 
+    operator.binary_op = (name, kind)  # type: ignore[attr-defined]  # read by tensor_class
     return operator, reflected
 
 
@@ -472,16 +473,17 @@ def tensor_class(bk: Any) -> type[Tensor]:
         "__reduce__": _as_plain,
     }
     cls = type(Tensor)(Tensor.__name__, (Tensor,), body)
-    # set after the class is made, as on Tensor: a class body holding __eq__ loses __hash__
-    for dunder, (name, kind) in OPERATORS.items():
-        setattr(cls, f"__{dunder}__", _bound_operator(cls, bk, dunder, name, kind))
-    for dunder, name in COMPARISONS.items():
-        setattr(cls, f"__{dunder}__", _bound_operator(cls, bk, dunder, name, CMP))
+    # set after the class is made, as on Tensor: a class body holding __eq__ loses __hash__;
+    # only the operators Tensor has from make_operator (array_api gives & and | its own)
+    for attr, fn in vars(Tensor).items():
+        op = getattr(fn, "binary_op", None)
+        if op is not None:
+            setattr(cls, attr, _bound_operator(cls, bk, attr, *op))
     _CLASSES[bk] = cls
     return cls
 
 
-def _bound_operator(cls: type[Tensor], bk: Any, dunder: str, name: str, kind: int):
+def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int):
     """``cls``'s dunder for one binary operator: for two tensors of ``cls`` (one backend) on
     one device with one dtype, the adapter's op runs directly and the result is made without
     ``Tensor.__init__``; everything else goes through ``binop``.
@@ -548,7 +550,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, dunder: str, name: str, kind: in
                     return out
             return binop(self, other, name, kind)
 
-    operator.__name__ = operator.__qualname__ = f"__{dunder}__"
+    operator.__name__ = operator.__qualname__ = attr
     return operator
 
 
