@@ -472,7 +472,7 @@ def tensor_class(bk: Any) -> type[Tensor]:
         "__doc__": Tensor.__doc__,
         "__reduce__": _as_plain,
     }
-    cls = type(Tensor)(Tensor.__name__, (Tensor,), body)
+    cls = typing.cast("type[Tensor]", type(Tensor.__name__, (Tensor,), body))
     # set after the class is made, as on Tensor: a class body holding __eq__ loses __hash__;
     # only the operators Tensor has from make_operator (array_api gives & and | its own)
     for attr, fn in vars(Tensor).items():
