@@ -7,7 +7,9 @@ and wraps the result (``wrap``). ``tensors``, ``ops``, ``creation``, ``autograd`
 stand on it; ``multidev.methods`` attaches the operators built here to ``Tensor``.
 
 The hot path (Python operators) checks backend and device by identity, and the device and
-dtype of the result are known without asking the framework.
+dtype of the result are known without asking the framework. Each adapter's tensors are one
+subclass of ``Tensor`` (``tensor_class``, made by ``new_tensor``) whose operators have the
+adapter's ops bound in: the class itself stands for the backend.
 """
 
 from __future__ import annotations
@@ -315,8 +317,8 @@ def _result_dtype(dt: _dt.DType, kind: int) -> _dt.DType:
 def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     bk = x._bk
     dev = x._dev
-    plain = type(y) is Tensor or type(y) is _CLASSES.get(bk)
-    if plain and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
+    tensor = type(y) is Tensor or type(y) is _CLASSES.get(bk)
+    if tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
         dt = x._dtype  # fast path: same dtype, device and backend
         a, b = x._native, y._native
         if kind == DIV and dt.kind not in "fc":
