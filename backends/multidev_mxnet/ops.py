@@ -17,6 +17,7 @@ from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
+from .array_api import signbit
 from .dtypes import native
 from .fill import exact_float64
 from .indexing import getitem, like
@@ -94,7 +95,7 @@ def _signed_zero(x, sign):
     if x.size == 0:
         return x
     zero = mnp.abs(x)
-    return _where(x == 0, _where(mnp.signbit(sign), -zero, zero), x)
+    return _where(x == 0, _where(signbit(sign), -zero, zero), x)
 
 
 def _floor_divide(a, b):
