@@ -85,7 +85,6 @@ class Backend(Jit, Autograd, AdapterBase):
         "test_gradients_match_finite_differences[eigvalsh]": (
             "MXNet 1.9.1's eigvalsh/eigh backward gives zero gradients"
         ),
-        "test_sign_keeps_nan": "MXNet's sign kernel gives 0 for NaN",
     }
     convert_hint = "Convert it first, e.g. with x.astype('float32')."
     move_hint = "Move it first, e.g. with x.copyto(mx.cpu())."
