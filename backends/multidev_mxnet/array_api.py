@@ -11,6 +11,8 @@ from mxnet import np as mnp
 
 from multidev.contract import reduction
 
+from .fill import full
+
 __all__ = ["LOWERINGS", "signbit"]
 
 _INT64 = "int64"
@@ -87,7 +89,9 @@ def _roll(x, shifts, axes):
 def _logaddexp(a, b):
     m = mnp.maximum(a, b)
     out = m + mnp.log1p(mnp.exp(-mnp.abs(a - b)))
-    return mnp.where(a == b, a + math.log(2.0), out)
+    if out.size == 0:  # MXNet's where aborts the process on zero-size broadcasts
+        return out
+    return mnp.where(a == b, a + full((), math.log(2.0), a.dtype, a.ctx), out)
 
 
 def _halves(x, y):
@@ -104,7 +108,10 @@ def _halves(x, y):
 def _left_shift(x, y):
     """``x << y``: the product wraps as a shift does; shifts by the bit width or more give 0."""
     bits, p1, p2 = _halves(x, y)
-    return mnp.where(y >= bits, mnp.zeros_like(x), x * p1 * p2)
+    out = x * p1 * p2
+    if out.size == 0:  # MXNet's where aborts the process on zero-size broadcasts
+        return out
+    return mnp.where(y >= bits, mnp.zeros_like(x), out)
 
 
 def _right_shift(x, y):
@@ -115,7 +122,9 @@ def _right_shift(x, y):
 
     bits, p1, p2 = _halves(x, y)
     out = OPS.floor_divide(OPS.floor_divide(x, p1), p2)
-    return mnp.where(y >= bits, mnp.zeros_like(x), out) if x.dtype.kind == "u" else out
+    if x.dtype.kind != "u" or out.size == 0:  # (MXNet's where aborts on zero-size broadcasts)
+        return out
+    return mnp.where(y >= bits, mnp.zeros_like(x), out)
 
 
 def _searchsorted(a, v, side):
