@@ -4,7 +4,7 @@ A step that returns its loss as it is (not ``loss.detach()``, the d2l and README
 Dynamo give up on the whole step: the loss's recording was consumed by ``backward()``, so the
 compiled function could not return it, and the step ran eagerly with each of multidev's inner
 functions compiled on its own (about 75 frames, 3-5x slower than ``torch.compile`` of the
-native step). The tensors a step returns after such a ``backward()`` now come back detached.
+native step). A step that calls such a ``backward()`` now returns its tensors detached.
 
 Dynamo keeps compiled code and guards on the code object; each ``md.jit`` function has its
 own, so the ninth jitted model is still compiled (all of them shared one code object, which

@@ -35,10 +35,10 @@ class Jit:
 
     def jit_compile(self, body: Any) -> Any:
         """``body`` under ``torch.compile``, traced with ``trace_autograd_ops`` on: a training
-        step's ``backward()`` joins the step's graph instead of breaking it. The tensors a
-        function returns after a ``backward()`` that freed their recording come back detached
-        (Dynamo will not return tensors whose graph the backward consumed; in eager a second
-        backward through them fails too), so a step that returns its loss is one graph.
+        step's ``backward()`` joins the step's graph instead of breaking it. A function
+        that calls ``backward()`` without ``retain_graph`` returns its tensors detached (Dynamo
+        will not return tensors whose graph the backward consumed; in eager a second backward
+        through them fails too), so a step that returns its loss is one graph.
 
         Dynamo keeps its compiled graphs on the code object, with the guards of each; every
         ``md.jit`` function gets a code object of its own, so one function's call checks its
