@@ -374,7 +374,7 @@ def make_operator(name: str, kind: int):
                     and other._dtype is dt
                     and dev not in bk.scoped_devices
                 ):
-                    out = _new(_CLASSES.get(bk) or tensor_class(bk))
+                    out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
                     out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
@@ -398,7 +398,7 @@ def make_operator(name: str, kind: int):
                     and dt in _FAST_DTYPES[kind]
                     and dev not in bk.scoped_devices
                 ):
-                    out = _new(_CLASSES.get(bk) or tensor_class(bk))
+                    out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
                     out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
@@ -446,7 +446,11 @@ def new_tensor(native: Any, bk: Any, dev: Device, dtype: _dt.DType) -> Tensor:
     """A Tensor holding ``native`` of adapter ``bk``, made as ``bk``'s own class (whose
     operators have ``bk``'s ops bound in) without calling ``Tensor.__init__``. ``Tensor(...)``
     gives the same tensor as the plain class, whose operators look the op up per call."""
-    out = _new(_CLASSES.get(bk) or tensor_class(bk))
+    try:
+        cls = bk.md_tensor_class
+    except AttributeError:
+        cls = tensor_class(bk)
+    out = _new(cls)
     out._native = native
     out._bk = bk
     out._dev = dev
@@ -464,8 +468,9 @@ def tensor_class(bk: Any) -> type[Tensor]:
     """The subclass of ``Tensor`` that ``new_tensor`` makes for adapter ``bk`` (made on first
     use): its binary operators and comparisons have bk's native ops bound in, and
     ``type(other) is type(self)`` stands for the same-backend check."""
-    cls = _CLASSES.get(bk)
+    cls = _CLASSES.get(bk) or vars(type(bk)).get("md_tensor_class")
     if cls is not None:
+        _CLASSES[bk] = cls
         return cls
     body = {
         "__slots__": (),
@@ -481,6 +486,10 @@ def tensor_class(bk: Any) -> type[Tensor]:
         op = getattr(fn, "binary_op", None)
         if op is not None:
             setattr(cls, attr, _bound_operator(cls, bk, attr, *op))
+    # also an attribute of the adapter's class (not of the adapter, which then pickles as
+    # before): torch.compile reconstructs a Tensor that leaves a compiled function from its
+    # class's source, which a read through the adapter gives
+    type(bk).md_tensor_class = cls
     _CLASSES[bk] = cls
     return cls
 
@@ -512,7 +521,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 dt = self._dtype
                 dev = self._dev
                 if other._dtype is dt and other._dev is dev:
-                    out = _new(cls)
+                    out = _new(type(self))
                     out._native = fn(self._native, other._native)
                     out._bk = self._bk
                     out._dev = dev
@@ -527,7 +536,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 dt = self._dtype
                 dev = self._dev
                 if other._dtype is dt and other._dev is dev and dt in _FAST_DTYPES[kind]:
-                    out = _new(cls)
+                    out = _new(type(self))
                     out._native = fn(self._native, other._native)
                     out._bk = self._bk
                     out._dev = dev
@@ -544,7 +553,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 dev = self._dev
                 f = fast(dt)
                 if other._dtype is dt and other._dev is dev and f is not None and dev not in scoped:
-                    out = _new(cls)
+                    out = _new(type(self))
                     out._native = f(self._native, other._native)
                     out._bk = self._bk
                     out._dev = dev
