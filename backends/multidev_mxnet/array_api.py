@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import mxnet as mx
+import numpy as np
 from mxnet import np as mnp
 
 from multidev.contract import reduction
@@ -128,6 +129,52 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
+def _take_along_axis(x, idx, axis):
+    """``x`` picked by ``idx`` (int64, x's shape but along ``axis``) with MXNet's take kernel
+    on the flattened tensor (its ``take_along_axis`` runs NumPy on the host)."""
+    n, m = x.shape[axis], idx.shape[axis]
+    moved_idx = mnp.moveaxis(idx, axis, -1)
+    if moved_idx.size == 0:
+        return mnp.moveaxis(mnp.zeros(moved_idx.shape, dtype=x.dtype), -1, axis)
+    rows = moved_idx.size // m
+    flat = moved_idx.reshape((rows, m)) + (mnp.arange(rows, dtype="int64") * n).reshape((rows, 1))
+    picked = mnp.take(mnp.moveaxis(x, axis, -1).reshape(-1), flat)
+    return mnp.moveaxis(picked.reshape(moved_idx.shape), -1, axis)
+
+
+def _cumulative_prod(x, axis):
+    """Running products (MXNet has no cumprod kernel): a log-depth scan, each step multiplying
+    by the running products ``k`` places back (ones before the start)."""
+    n = x.shape[axis]
+    out, k = x, 1
+    while k < n:
+        ones_shape = list(x.shape)
+        ones_shape[axis] = k
+        back = mnp.concatenate(
+            [
+                mnp.ones(tuple(ones_shape), dtype=x.dtype),
+                mnp.take(out, mnp.arange(n - k), axis=axis),
+            ],
+            axis=axis,
+        )
+        out, k = out * back, 2 * k
+    return out
+
+
+def _nextafter(x1, x2):
+    """The next representable value after ``x1`` toward ``x2`` (MXNet has no nextafter
+    kernel): ``x1`` plus a step of 0.6 to 1.2 units in the last place of ``x1`` (at least the
+    smallest subnormal), which the addition itself rounds to exactly one unit; equal operands
+    give ``x2``, NaN gives NaN and an infinity steps to the largest finite value."""
+    info = np.finfo(x1.dtype)
+    step = mnp.maximum(mnp.abs(x1) * float(info.eps * 0.6), float(info.smallest_subnormal))
+    toward = mnp.where(x2 > x1, mnp.ones_like(x1), -mnp.ones_like(x1))
+    out = x1 + toward * step
+    out = mnp.where(mnp.isinf(x1), mnp.sign(x1) * float(info.max), out)
+    out = mnp.where(x1 == x2, x2, out)
+    return mnp.where(mnp.isnan(x1) | mnp.isnan(x2), x1 + x2, out)
+
+
 def _from_dlpack(obj):
     return mx.nd.from_dlpack(obj.__dlpack__()).as_np_ndarray()
 
@@ -141,6 +188,8 @@ LOWERINGS: dict[str, Any] = {
     "all": reduction(mnp.all, mnp.copy),
     "any": reduction(mnp.any, mnp.copy),
     "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
+    "cumulative_prod": _cumulative_prod,
+    "nextafter": _nextafter,
     "sort": _sort,
     "argsort": _argsort,
     "flip": _flip,
@@ -148,6 +197,7 @@ LOWERINGS: dict[str, Any] = {
     "searchsorted": lambda a, v, side: mnp.searchsorted(a, v, side=side).astype("int64"),
     "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
     "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),
+    "take_along_axis": _take_along_axis,
     "broadcast_to": lambda x, shape: mnp.broadcast_to(x, shape).copy(),
     "repeat": _repeat,
     "triu": lambda x, k: x - mnp.tril(x, k - 1),

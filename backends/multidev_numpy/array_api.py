@@ -35,6 +35,7 @@ LOWERINGS: dict[str, Any] = {
     "all": lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
     "any": lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
     "cumulative_sum": lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
+    "cumulative_prod": lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
     "sort": _sort,
     "argsort": _argsort,
     "searchsorted": lambda a, v, side: np.searchsorted(a, v, side=side).astype(np.int64),
