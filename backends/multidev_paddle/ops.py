@@ -21,7 +21,7 @@ from multidev import dtypes as _dt
 from multidev.contract import op_table, reduction
 from multidev.op_specs import SPECS
 
-from . import cnn
+from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -271,8 +271,8 @@ OPS = op_table(
     matmul=_wide(paddle.matmul, "matmul"),
     maximum=_wide(_maximum, "maximum"),
     minimum=_wide(_minimum, "minimum"),
-    equal=_wide(operator.eq, "equal", back=False),
-    not_equal=_wide(operator.ne, "not_equal", back=False),
+    equal=_wide(array_api.equal, "equal", back=False),
+    not_equal=_wide(array_api.not_equal, "not_equal", back=False),
     less=_wide(operator.lt, "less", back=False),
     less_equal=_wide(operator.le, "less_equal", back=False),
     greater=_wide(operator.gt, "greater", back=False),

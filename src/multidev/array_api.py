@@ -431,7 +431,7 @@ nextafter = _float_binary(
 
 
 def _same(x1: Any, x2: Any) -> Tensor:
-    return as_tensor(x1, x2 if isinstance(x2, Tensor) else None)
+    return ops._lhs(x1, x2) if isinstance(x2, Tensor) else as_tensor(x1)
 
 
 def not_equal(x1: Any, x2: Any, /) -> Tensor:

@@ -12,6 +12,7 @@ from .dispatch import (
     ARITH,
     SCALARS,
     as_tensor,
+    asarray,
     binop,
     call,
     cast,
@@ -102,36 +103,45 @@ def _axis(x: Tensor, axis: int) -> int:
 # ---------------------------------------------------------------- elementwise
 
 
+def _lhs(x: Any, y: Any) -> Tensor:
+    """The left operand ``x`` of a binary function as a Tensor: a Python scalar beside a
+    tensor ``y`` takes ``y``'s dtype by the scalar rule (``add(2, y)`` is ``y``'s dtype, as
+    ``y + 2`` is; Array API 2024.12)."""
+    if type(x) in SCALARS and isinstance(y, Tensor):
+        return asarray(x, dtype=_dt.scalar_result_type(y._dtype, x), device=y.device)
+    return as_tensor(x, y if isinstance(y, Tensor) else None)
+
+
 def add(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) + y
+    return (x if type(x) is Tensor else _lhs(x, y)) + y
 
 
 def subtract(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) - y
+    return (x if type(x) is Tensor else _lhs(x, y)) - y
 
 
 def multiply(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) * y
+    return (x if type(x) is Tensor else _lhs(x, y)) * y
 
 
 def divide(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) / y
+    return (x if type(x) is Tensor else _lhs(x, y)) / y
 
 
 def pow(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) ** y
+    return (x if type(x) is Tensor else _lhs(x, y)) ** y
 
 
 def equal(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) == y
+    return (x if type(x) is Tensor else _lhs(x, y)) == y
 
 
 def less(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) < y
+    return (x if type(x) is Tensor else _lhs(x, y)) < y
 
 
 def greater(x, y) -> Tensor:
-    return (x if type(x) is Tensor else as_tensor(x)) > y
+    return (x if type(x) is Tensor else _lhs(x, y)) > y
 
 
 def negative(x) -> Tensor:
@@ -147,12 +157,12 @@ def abs(x) -> Tensor:
 
 
 def maximum(x, y) -> Tensor:
-    x = as_tensor(x)
+    x = x if type(x) is Tensor else _lhs(x, y)
     return binop(x, y, "maximum", ARITH)
 
 
 def minimum(x, y) -> Tensor:
-    x = as_tensor(x)
+    x = x if type(x) is Tensor else _lhs(x, y)
     return binop(x, y, "minimum", ARITH)
 
 
