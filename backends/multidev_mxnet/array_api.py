@@ -167,12 +167,17 @@ def _nextafter(x1, x2):
     smallest subnormal), which the addition itself rounds to exactly one unit; equal operands
     give ``x2``, NaN gives NaN and an infinity steps to the largest finite value."""
     info = np.finfo(x1.dtype)
-    step = mnp.maximum(mnp.abs(x1) * float(info.eps * 0.6), float(info.smallest_subnormal))
+    # the smallest subnormal and the largest value as exact powers of two: MXNet's scalar
+    # parser refuses subnormal scalars and rounds the largest float64 off by two units
+    two = mnp.ones_like(x1) * 2.0
+    tiny = mnp.power(two, float(np.log2(info.smallest_subnormal)))
+    largest = mnp.power(two, float(info.maxexp - 1)) * float(2 - info.eps)
+    step = mnp.maximum(mnp.abs(x1) * float(info.eps * 0.6), tiny)
     toward = mnp.where(x2 > x1, mnp.ones_like(x1), -mnp.ones_like(x1))
     out = x1 + toward * step
-    out = mnp.where(mnp.isinf(x1), mnp.sign(x1) * float(info.max), out)
+    out = mnp.where(mnp.isinf(x1), mnp.sign(x1) * largest, out)
     out = mnp.where(x1 == x2, x2, out)
-    return mnp.where(mnp.isnan(x1) | mnp.isnan(x2), x1 + x2, out)
+    return mnp.where(mnp.isnan(x1), x1, mnp.where(mnp.isnan(x2), x2, out))
 
 
 def _from_dlpack(obj):

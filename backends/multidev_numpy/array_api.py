@@ -13,6 +13,7 @@ __all__ = ["LOWERINGS", "QUIET"]
 #: ops whose NumPy function warns on values outside its domain (the result says it: nan, inf)
 QUIET = frozenset(
     {"acos", "acosh", "asin", "atanh", "cosh", "sinh", "expm1", "log2", "log10", "reciprocal"}
+    | {"nextafter"}
 )
 
 
