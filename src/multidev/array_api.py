@@ -603,8 +603,9 @@ def diff(
     if len(parts) > 1:
         x = ops.concat(parts, axis=ax)
     lead = (slice(None),) * ax
+    later_key, earlier_key = (*lead, slice(1, None)), (*lead, slice(None, -1))
     for _ in range(n):
-        later, earlier = x[(*lead, slice(1, None))], x[(*lead, slice(None, -1))]
+        later, earlier = x[later_key], x[earlier_key]
         x = later != earlier if x._dtype is _dt.bool else later - earlier
     return x
 
