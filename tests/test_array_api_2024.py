@@ -233,3 +233,15 @@ def test_mixed_integer_dtypes_of_0d_indices():
     i, j = md.asarray(2), md.asarray(np.int32(3))
     assert _np(x[i, j]).item() == a[2, 3]
     assert _np(x[0, md.asarray(np.array([1, 4], np.int32))]).tolist() == [1.0, 4.0]
+
+
+def test_remainder_zero_takes_the_sign_of_the_divisor():
+    # torch's kernel kept the sign of x1 (-0.0 % 2 was -0.0)
+    a = np.array([-0.0, 0.0, 4.0, -4.0, 5.5], np.float32)
+    b = np.array([2.0, -2.0, -2.0, 2.0, 2.0], np.float32)
+    got = md.remainder(md.asarray(a), md.asarray(b))
+    np.testing.assert_array_equal(_np(got), np.remainder(a, b))
+    assert np.signbit(_np(got)).tolist() == np.signbit(np.remainder(a, b)).tolist()
+    x = md.asarray(a)
+    x %= md.asarray(b)
+    assert np.signbit(_np(x)).tolist() == np.signbit(np.remainder(a, b)).tolist()

@@ -13,7 +13,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table, vector_matmul
+from multidev.contract import divisor_signed, op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -98,6 +98,13 @@ def _floor_divide(a, b):
         q = q + (div - q > 0.5).astype(q.dtype)
         return _where(b == 0, a / b, q)
     return _int_divmod(a, b)[0]
+
+
+def _copysign(r, b):
+    """|r| with the sign of ``b`` (MXNet's copysign gives -0 for a zero magnitude)."""
+    r, b = _arrays(r, b)
+    mag = mnp.abs(r)
+    return mnp.where(b < 0, -mag, mag)
 
 
 def _remainder(a, b):
@@ -288,7 +295,7 @@ OPS = op_table(
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
-    remainder=_remainder,
+    remainder=divisor_signed(_remainder, _copysign, lambda r: r.dtype in FLOATS),
     sigmoid=npx.sigmoid,
     softmax=_softmax,
     stack=lambda xs, axis: mnp.stack(xs, axis=axis),

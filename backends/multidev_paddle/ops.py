@@ -18,7 +18,7 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table, reduction
+from multidev.contract import divisor_signed, op_table, reduction
 from multidev.op_specs import SPECS
 
 from . import array_api, cnn
@@ -264,8 +264,10 @@ OPS = op_table(
         "floor_divide",
         wider=_NUMERIC_WIDER,
     ),
-    remainder=_wide(
-        _tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER
+    remainder=divisor_signed(
+        _wide(_tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER),
+        lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
+        paddle.is_floating_point,
     ),
     pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
     matmul=_wide(paddle.matmul, "matmul"),

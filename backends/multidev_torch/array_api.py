@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from multidev.contract import reduction
+from multidev.contract import divisor_signed, reduction
 
 __all__ = ["LOWERINGS"]
 
@@ -39,6 +39,7 @@ def _sign(x):
 #: the Array API ops PyTorch spells differently (the rest: by name on ``torch``)
 LOWERINGS: dict[str, Any] = {
     "maximum": _scalar_operand(torch.maximum),
+    "remainder": divisor_signed(torch.remainder, torch.copysign, torch.is_floating_point),
     "minimum": _scalar_operand(torch.minimum),
     "all": reduction(torch.all, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "any": reduction(torch.any, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
