@@ -12,7 +12,11 @@ from mxnet import np as mnp
 
 from multidev.contract import reduction
 
-__all__ = ["LOWERINGS"]
+from .fill import full
+
+__all__ = ["LOWERINGS", "signbit"]
+
+_INT64 = "int64"
 
 
 def _sort(x, axis, descending):
@@ -86,7 +90,9 @@ def _roll(x, shifts, axes):
 def _logaddexp(a, b):
     m = mnp.maximum(a, b)
     out = m + mnp.log1p(mnp.exp(-mnp.abs(a - b)))
-    return mnp.where(a == b, a + math.log(2.0), out)
+    if out.size == 0:  # MXNet's where aborts the process on zero-size broadcasts
+        return out
+    return mnp.where(a == b, a + full((), math.log(2.0), a.dtype, a.ctx), out)
 
 
 def _halves(x, y):
@@ -103,7 +109,10 @@ def _halves(x, y):
 def _left_shift(x, y):
     """``x << y``: the product wraps as a shift does; shifts by the bit width or more give 0."""
     bits, p1, p2 = _halves(x, y)
-    return mnp.where(y >= bits, mnp.zeros_like(x), x * p1 * p2)
+    out = x * p1 * p2
+    if out.size == 0:  # MXNet's where aborts the process on zero-size broadcasts
+        return out
+    return mnp.where(y >= bits, mnp.zeros_like(x), out)
 
 
 def _right_shift(x, y):
@@ -114,18 +123,49 @@ def _right_shift(x, y):
 
     bits, p1, p2 = _halves(x, y)
     out = OPS.floor_divide(OPS.floor_divide(x, p1), p2)
-    return mnp.where(y >= bits, mnp.zeros_like(x), out) if x.dtype.kind == "u" else out
+    if x.dtype.kind != "u" or out.size == 0:  # (MXNet's where aborts on zero-size broadcasts)
+        return out
+    return mnp.where(y >= bits, mnp.zeros_like(x), out)
+
+
+def _searchsorted(a, v, side):
+    """Where v's elements go into the sorted 1-d a: a binary search by MXNet's kernels, all
+    elements at once (``mnp.searchsorted`` is NumPy's, on the host). NaNs sort last, as in
+    NumPy."""
+    n = a.shape[0]
+    lo = mnp.zeros(v.shape, dtype=_INT64, ctx=v.ctx)
+    if n == 0 or v.size == 0:
+        return lo
+    hi = lo + n
+    for _ in range(n.bit_length()):  # each step halves every interval [lo, hi)
+        mid = ((lo + hi) / 2).astype(_INT64)  # exact: lo + hi < 2**53
+        am = mnp.take(a, mnp.minimum(mid, n - 1))
+        after = am < v if side == "left" else am <= v  # v goes after a[mid]
+        if a.dtype.kind == "f":  # NaN sorts after every number, and (side right) after NaN
+            nan_v = mnp.isnan(v)
+            after = after + (nan_v * mnp.logical_not(mnp.isnan(am)) if side == "left" else nan_v)
+        after = after * (lo < hi)  # bool * bool: logical and
+        lo = mnp.where(after, mid + 1, lo)
+        hi = mnp.where(after, hi, mid)
+    return lo
 
 
 def _repeat(x, repeats, axis):
-    if isinstance(repeats, mnp.ndarray) and repeats.size == 0:
-        return x.copy()  # counts for an empty axis (mnp.repeat takes no empty list): empty
+    if isinstance(repeats, mnp.ndarray):
+        if repeats.size == 0:
+            return x.copy()  # counts for an empty axis (mnp.repeat takes no empty list): empty
+        # mnp.repeat takes one int count only: element i of the result comes from the
+        # source element whose running count first exceeds i
+        ends = mnp.cumsum(repeats.astype(_INT64))
+        total = int(ends[-1].item())  # the result's length, which the counts decide
+        at = mnp.arange(total, dtype=_INT64, ctx=x.ctx)
+        return mnp.take(x, _searchsorted(ends, at, "right"), axis=axis)
     return mnp.repeat(x, repeats, axis=axis)
 
 
 def _sign(x):
     if x.dtype.kind == "f":
-        return mnp.sign(x)
+        return mnp.where(mnp.isnan(x), x, mnp.sign(x))  # MXNet's sign(NaN) is 0
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
@@ -180,6 +220,14 @@ def _nextafter(x1, x2):
     return mnp.where(mnp.isnan(x1), x1, mnp.where(mnp.isnan(x2), x2, out))
 
 
+def signbit(x):
+    """Whether x's sign bit is set, by MXNet's kernels: x < 0, or 1 / x < 0 for -0 (``mnp.signbit``
+    is NumPy's own ufunc, run on the host). No MXNet kernel reads the sign of a NaN: False."""
+    if x.dtype.kind != "f":
+        return x < 0
+    return (x < 0) + (1 / x < 0)  # bool + bool: logical or
+
+
 def _from_dlpack(obj):
     return mx.nd.from_dlpack(obj.__dlpack__()).as_np_ndarray()
 
@@ -187,6 +235,7 @@ def _from_dlpack(obj):
 #: the Array API ops MXNet spells differently (the rest: by name on ``mxnet.np``)
 LOWERINGS: dict[str, Any] = {
     "sign": _sign,
+    "signbit": signbit,
     "logaddexp": _logaddexp,
     "bitwise_left_shift": _left_shift,
     "bitwise_right_shift": _right_shift,
@@ -199,7 +248,7 @@ LOWERINGS: dict[str, Any] = {
     "argsort": _argsort,
     "flip": _flip,
     "roll": _roll,
-    "searchsorted": lambda a, v, side: mnp.searchsorted(a, v, side=side).astype("int64"),
+    "searchsorted": _searchsorted,
     "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
     "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),
     "take_along_axis": _take_along_axis,

@@ -8,18 +8,21 @@ from mxnet import np as mnp
 
 from multidev.contract import key_axes
 
+from .fill import exact_float64, full
+
 __all__ = ["getitem", "like", "setitem"]
 
 _BOOL = np.dtype(np.bool_)
 _UINT8 = np.dtype(np.uint8)
 _INT64 = np.dtype(np.int64)
+_F64 = np.dtype(np.float64)
 _SCALARS = (bool, int, float)
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
 def like(x, value):
     """A 0-d array holding ``value`` with x's dtype and context."""
-    return mnp.full((), value, dtype=x.dtype, ctx=x.ctx)
+    return full((), value, x.dtype, x.ctx)
 
 
 def _only_new_axes(key) -> bool:
@@ -111,6 +114,8 @@ def setitem(x, key, value):
     """``x[key] = value`` in place; returns x."""
     if type(value) is int and abs(value) > _EXACT_INT:
         value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
+    elif type(value) is float and x.dtype == _F64 and not exact_float64(value):
+        value = full((), value, x.dtype, x.ctx)  # MXNet would read the float from text
     elif x.dtype == _BOOL and not isinstance(value, _SCALARS):
         # several of MXNet's assignment kernels lack bool: assign in uint8, copy back
         staged = x.astype(_UINT8)

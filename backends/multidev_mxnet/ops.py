@@ -13,11 +13,13 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import divisor_signed, op_table, vector_matmul
+from multidev.contract import op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
+from .array_api import signbit
 from .dtypes import native
+from .fill import exact_float64
 from .indexing import getitem, like
 from .sequence_ops import SEQUENCE_LOWERINGS
 
@@ -28,7 +30,8 @@ _UINT8 = np.dtype(np.uint8)
 _INT64 = np.dtype(np.int64)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-FLOATS = frozenset({_F16, _F32, np.dtype(np.float64)})
+_F64 = np.dtype(np.float64)
+FLOATS = frozenset({_F16, _F32, _F64})
 _GEMM = frozenset({_F32, np.dtype(np.float64)})  # what MXNet's CPU matmul kernels take
 _GPU_TYPEID = mx.gpu(0).device_typeid
 _SCALARS = (bool, int, float)
@@ -86,6 +89,15 @@ def _int_divmod(a, b):
     return q * keep, r
 
 
+def _signed_zero(x, sign):
+    """x with each zero given the sign bit of ``sign`` (MXNet's float mod and floor give +0
+    or -0 where NumPy's sign rule asks for the other; its copysign gets zeros wrong too)."""
+    if x.size == 0:
+        return x
+    zero = mnp.abs(x)
+    return _where(x == 0, _where(signbit(sign), -zero, zero), x)
+
+
 def _floor_divide(a, b):
     """NumPy's floor division: rounds toward minus infinity; x // 0 is ±inf/nan for floats
     and 0 for integers."""
@@ -94,17 +106,14 @@ def _floor_divide(a, b):
     if a.dtype in FLOATS:
         m = mnp.mod(a, b)
         div = (a - m) / b
+        # a finite x // an infinite y of the other sign: MXNet's mod is y, NumPy's quotient -1
+        div = _where(mnp.isinf(m) * mnp.isfinite(a), like(div, -1), div)
         q = mnp.floor(div)
         q = q + (div - q > 0.5).astype(q.dtype)
+        # a zero quotient has the sign of a / b, as in NumPy (MXNet's is +0)
+        q = _signed_zero(q, a / b)
         return _where(b == 0, a / b, q)
     return _int_divmod(a, b)[0]
-
-
-def _copysign(r, b):
-    """|r| with the sign of ``b`` (MXNet's copysign gives -0 for a zero magnitude)."""
-    r, b = _arrays(r, b)
-    mag = mnp.abs(r)
-    return mnp.where(b < 0, -mag, mag)
 
 
 def _remainder(a, b):
@@ -112,7 +121,7 @@ def _remainder(a, b):
     a, b = _arrays(a, b)
     _no_bool("%", a)
     if a.dtype in FLOATS:
-        m = mnp.mod(a, b)
+        m = _signed_zero(mnp.mod(a, b), b)  # a zero remainder has the divisor's sign
         return _where(b == 0, like(m, np.nan), m)
     return _int_divmod(a, b)[1]
 
@@ -295,7 +304,7 @@ OPS = op_table(
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
-    remainder=divisor_signed(_remainder, _copysign, lambda r: r.dtype in FLOATS),
+    remainder=_remainder,
     sigmoid=npx.sigmoid,
     softmax=_softmax,
     stack=lambda xs, axis: mnp.stack(xs, axis=axis),
@@ -303,3 +312,24 @@ OPS = op_table(
     where=_where,
     **SEQUENCE_LOWERINGS,
 )
+
+
+def _exact_scalar(fn: Callable) -> Callable:
+    """``fn(a, b)`` with a Python float ``b`` that MXNet would read off by an ulp or more
+    (fill.py) made a float64 0-d array first, when ``a`` is float64."""
+
+    def op(a, b):
+        if type(b) is float and a.dtype == _F64 and not exact_float64(b):
+            b = like(a, b)
+        return fn(a, b)
+
+    return op
+
+
+# the binary ops the core hands a Python scalar operand (multidev.dispatch.binop)
+_SCALAR_OPERAND_OPS = (
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "maximum",
+    "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+)  # fmt: skip
+for _name in _SCALAR_OPERAND_OPS:
+    setattr(type(OPS), _name, staticmethod(_exact_scalar(getattr(OPS, _name))))

@@ -261,17 +261,28 @@ class ArrayNamespaceInfo:
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, _dt.DType]:
         """The standard's dtypes the backend has (float16 and bfloat16 are not among them)."""
-        caps = registry.current().capabilities
+        bk = registry.current()
+        caps = bk.capabilities
         have = [
             d
             for d in _dt.EVERY
             if d.name not in ("float16", "bfloat16")
             and (d.name != "float64" or "float64" in caps)
             and (d.kind != "c" or "complex" in caps)
+            and _holds(bk, d)
         ]
         if kind is not None:
             have = [d for d in have if isdtype(d, kind)]
         return {d.name: d for d in have}
+
+
+def _holds(bk: Any, dt: _dt.DType) -> bool:
+    """Whether the backend has a native dtype for ``dt`` (MXNet has no int16)."""
+    try:
+        bk.native_dtype(dt)
+    except TypeError:
+        return False
+    return True
 
 
 def __array_namespace_info__() -> ArrayNamespaceInfo:

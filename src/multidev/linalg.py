@@ -318,9 +318,8 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: flo
         out = vector_norm(ops.reshape(x, (1,)), axis=0, ord=ord)
         return ops.reshape(out, ())
     axes = ops._axes(x, axis)
+    # axis=() makes each element a vector of its own: its norm is its magnitude
     axes = tuple(range(x.ndim)) if axes is None else axes
-    if not axes:
-        raise ValueError("Expected at least one axis for vector_norm. Received: axis=()")
     keep = tuple(1 if a in axes else n for a, n in enumerate(x.shape))
     rest = [a for a in range(x.ndim) if a not in axes]
     flat = ops.reshape(
