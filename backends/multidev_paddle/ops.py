@@ -18,10 +18,10 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table, reduction
+from multidev.contract import divisor_signed, op_table, reduction
 from multidev.op_specs import SPECS
 
-from . import cnn
+from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -264,15 +264,17 @@ OPS = op_table(
         "floor_divide",
         wider=_NUMERIC_WIDER,
     ),
-    remainder=_wide(
-        _tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER
+    remainder=divisor_signed(
+        _wide(_tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER),
+        lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
+        paddle.is_floating_point,
     ),
     pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
     matmul=_wide(paddle.matmul, "matmul"),
     maximum=_wide(_maximum, "maximum"),
     minimum=_wide(_minimum, "minimum"),
-    equal=_wide(operator.eq, "equal", back=False),
-    not_equal=_wide(operator.ne, "not_equal", back=False),
+    equal=_wide(array_api.equal, "equal", back=False),
+    not_equal=_wide(array_api.not_equal, "not_equal", back=False),
     less=_wide(operator.lt, "less", back=False),
     less_equal=_wide(operator.le, "less_equal", back=False),
     greater=_wide(operator.gt, "greater", back=False),

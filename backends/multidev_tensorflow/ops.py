@@ -11,7 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import op_table, vector_matmul
+from multidev.contract import divisor_signed, op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -239,7 +239,11 @@ OPS = op_table(
     multiply=_binary(tf.math.multiply, "multiply"),
     divide=tf.math.truediv,
     floor_divide=_binary(tf.math.floordiv, "floor_divide"),
-    remainder=_binary(tf.math.floormod, "remainder"),
+    remainder=divisor_signed(
+        _binary(tf.math.floormod, "remainder"),
+        lambda r, b: ARRAY_API["copysign"](r, tf.cast(b, r.dtype)),
+        lambda r: r.dtype.is_floating,
+    ),
     pow=_binary(tf.math.pow, "pow"),
     matmul=_matmul,
     # (x, weight (out, in), bias or None): the layer op behind nn.Linear

@@ -652,6 +652,23 @@ def op_table(
     return cast(OpTable, ops())
 
 
+def divisor_signed(
+    remainder: Callable[[Any, Any], Any],
+    copysign: Callable[[Any, Any], Any],
+    floating: Callable[[Any], bool],
+) -> Callable[[Any, Any], Any]:
+    """An adapter's floating-point ``remainder(a, b)`` with the sign of ``b`` on every result,
+    zeros included, as the Array API (and Python, and NumPy) has it: the frameworks' kernels
+    give a zero result the sign of ``a`` (``-0.0 % 2`` is -0.0). A non-zero floored remainder
+    already has ``b``'s sign, so ``copysign(r, b)`` changes only the zeros."""
+
+    def op(a: Any, b: Any) -> Any:
+        r = remainder(a, b)
+        return copysign(r, b) if floating(r) else r
+
+    return op
+
+
 def reduction(
     fn: Callable[..., Any],
     copy: Callable[[Any], Any],
