@@ -54,6 +54,7 @@ _WIDER = {
 }
 #: the same for ops that NumPy and PyTorch do not define on bool (``-``, ``//``, ``%``, ``**``)
 _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
+_NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
 
 
 def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int | None = None):
@@ -248,16 +249,19 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
+def _wrap(fn, name: str):
+    """``fn`` (Paddle's, or Python's operator) computing in a wider dtype where Paddle lacks a
+    kernel; results of bool and index ops stay as they are, the others go back to the input's
+    dtype."""
+    back = SPECS[name].promotion not in ("bool", "index")
+    return _wide(fn, name, back=back, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
+
+
 OPS = op_table(
     paddle,
     modules=[cnn],
-    # results of bool and index ops stay as they are; the others go back to the input's dtype
-    wrap=lambda fn, name: _wide(fn, name, back=SPECS[name].promotion not in ("bool", "index")),
+    wrap=_wrap,
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    add=_wide(operator.add, "add"),
-    subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
-    multiply=_wide(operator.mul, "multiply"),
-    divide=_wide(operator.truediv, "divide"),
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
         _tensor_operands(_integer_division(operator.floordiv)),
@@ -267,21 +271,10 @@ OPS = op_table(
     remainder=_wide(
         _tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER
     ),
-    pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
-    matmul=_wide(paddle.matmul, "matmul"),
     maximum=_wide(_maximum, "maximum"),
     minimum=_wide(_minimum, "minimum"),
-    equal=_wide(operator.eq, "equal", back=False),
-    not_equal=_wide(operator.ne, "not_equal", back=False),
-    less=_wide(operator.lt, "less", back=False),
-    less_equal=_wide(operator.le, "less_equal", back=False),
-    greater=_wide(operator.gt, "greater", back=False),
-    greater_equal=_wide(operator.ge, "greater_equal", back=False),
     logical_and=_tensor_operands(paddle.logical_and),
     logical_or=_tensor_operands(paddle.logical_or),
-    negative=_wide(operator.neg, "negative"),
-    abs=_wide(paddle.abs, "abs"),
-    sigmoid=_wide(F.sigmoid, "sigmoid"),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
     sum=_wide(_reduction(paddle.sum), "sum"),

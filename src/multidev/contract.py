@@ -629,8 +629,9 @@ def op_table(
     """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
     the adapter's lowering (``lowerings``, else a function of the op's name in one of the
     adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
-    framework's ``namespaces`` (through ``wrap(fn, name)`` where given), else Python's operator
-    (``PythonOperatorOps``). An op found nowhere is absent: ``missing_members`` names it."""
+    framework's ``namespaces``, else Python's operator (``PythonOperatorOps``); the last two
+    through ``wrap(fn, name)`` where given. An op found nowhere is absent: ``missing_members``
+    names it."""
     table = {}
     for name, spec in SPECS.items():
         fn = lowerings.get(name)
@@ -638,6 +639,8 @@ def op_table(
             fn = getattr(module, name, None) if fn is None else fn
         if fn is None:
             fn = find_native(namespaces, spec.natives)
+            if fn is None and wrap is not None and name in vars(PythonOperatorOps):
+                fn = getattr(PythonOperatorOps, name)
             fn = fn if fn is None or wrap is None else wrap(fn, name)
         if fn is not None:
             table[name] = fn
