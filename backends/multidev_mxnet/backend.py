@@ -80,6 +80,8 @@ class Backend(Jit, Autograd, AdapterBase):
     ops = OPS
     linalg = LINALG
     fft = FFT
+    native_full = staticmethod(lambda shape, value, dt, dev: mnp.full(shape, value, dt, ctx=dev))
+    native_empty = staticmethod(lambda shape, dt, dev: mnp.empty(shape, dtype=dt, ctx=dev))
     conformance_xfails: ClassVar[dict[str, str]] = {
         "test_gradients_match_finite_differences[eigvalsh]": (
             "MXNet 1.9.1's eigvalsh/eigh backward gives zero gradients"
@@ -164,23 +166,16 @@ class Backend(Jit, Autograd, AdapterBase):
         return x.copyto(self.native_device(dev))
 
     def full(self, shape, value, dt, dev) -> mnp.ndarray:
-        npdt = self.native_dtype(dt)
-        if not isinstance(value, (*_SCALARS, np.generic)) or (
-            dt.kind in "iu" and isinstance(value, int) and abs(value) > _EXACT_INT
-        ):
-            return self.from_numpy(np.full(shape, value, dtype=npdt), dev)
-        return mnp.full(shape, value, dtype=npdt, ctx=self.native_device(dev))
-
-    def empty(self, shape, dt, dev) -> mnp.ndarray:
-        return mnp.empty(shape, dtype=self.native_dtype(dt), ctx=self.native_device(dev))
+        if dt.kind in "iu" and isinstance(value, int) and abs(value) > _EXACT_INT:
+            return self.from_numpy(np.full(shape, value, dtype=self.native_dtype(dt)), dev)
+        return super().full(shape, value, dt, dev)
 
     def setitem(self, x, key, value):
         if tracing():
             untraceable(WRITES_IN_PLACE)
         return setitem(x, key, value)
 
-    def seed(self, seed: int) -> None:
-        mx.random.seed(seed)
+    seed = staticmethod(mx.random.seed)
 
     # parameters --------------------------------------------------------------
     def is_trainable_variable(self, var) -> bool:

@@ -224,14 +224,9 @@ class Backend(Jit, Autograd, AdapterBase):
         with self.scope(dev):
             return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
 
-    def setitem(self, x, key, value):
-        return indexing.setitem(x, key, value)
-
-    def seed(self, seed: int) -> None:
-        tf.random.set_seed(seed)
-
-    def from_dlpack(self, obj):
-        return array_api.from_dlpack(obj)
+    setitem = staticmethod(indexing.setitem)
+    seed = staticmethod(tf.random.set_seed)
+    from_dlpack = staticmethod(array_api.from_dlpack)
 
     # ---------------------------------------------------------------- variables
     def is_trainable_variable(self, var) -> bool:

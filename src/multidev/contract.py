@@ -375,6 +375,11 @@ class AdapterBase:
     move_hint = "Move it to the CPU first."
     #: the op table, set by each adapter (``op_table(...)``)
     ops: OpTable
+    #: the framework's creation functions ``full(shape, value, dtype, device)`` and
+    #: ``empty(shape, dtype, device)``, called with its own dtype and device (None: through
+    #: a host NumPy array)
+    native_full: ClassVar[Callable[..., Any] | None] = None
+    native_empty: ClassVar[Callable[..., Any] | None] = None
 
     if TYPE_CHECKING:  # supplied by every adapter
 
@@ -543,12 +548,20 @@ class AdapterBase:
         """Seed the framework's own generator (dropout, native initialisers)."""
 
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
-        return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+        """A new tensor of ``shape`` filled with ``value``: ``native_full`` for a Python or
+        NumPy scalar where the adapter names one, else through a host NumPy array."""
+        if isinstance(value, np.generic):
+            value = value.item()  # a Python number, which every framework's full takes
+        if self.native_full is None or not isinstance(value, (int, float)):
+            return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+        return self.native_full(shape, value, self.native_dtype(dt), self.native_device(dev))
 
     def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any:
         """A new tensor whose values are unspecified: the framework's uninitialised allocation
-        where it has one; zeros here (TensorFlow has no uninitialised tensors)."""
-        return self.full(shape, 0, dt, dev)
+        (``native_empty``) where it has one; zeros otherwise (TensorFlow has none)."""
+        if self.native_empty is None:
+            return self.full(shape, 0, dt, dev)
+        return self.native_empty(shape, self.native_dtype(dt), self.native_device(dev))
 
     def make_variable(self, x: Any) -> Any:
         """A trainable framework variable with its own storage, holding x's values, on x's device."""
@@ -600,6 +613,10 @@ class EagerAutograd:
 
     def native_module(self, block: Any) -> Any:
         return self.native_block(block)
+
+    def detach(self, x: Any) -> Any:
+        """The same storage outside autograd recording (what ``p.data`` wraps)."""
+        return x.detach()
 
 
 def env_count(name: str, default: int, what: str) -> int:
