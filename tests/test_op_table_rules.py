@@ -28,3 +28,19 @@ def test_without_wrap_the_python_operators_are_plain():
     ops = contract.op_table(types.SimpleNamespace())
     assert ops.add(2, 3) == 5
     assert ops.getitem([1, 2], 1) == 2
+
+
+def test_a_reduction_found_by_name_goes_through_the_adapters_reduce():
+    def reduce(fn):
+        return lambda x, axis, keepdims: ("reduced", fn(x, axis=axis, keepdims=keepdims))
+
+    namespace = types.SimpleNamespace(reduce_sum=np.sum, mean=np.mean)
+    ops = contract.op_table(namespace, reduce=reduce)
+    assert ops.sum(np.ones((2, 3)), 1, False)[0] == "reduced"
+    np.testing.assert_array_equal(ops.mean(np.ones((2, 3)), 1, True)[1], np.ones((2, 1)))
+
+
+def test_without_reduce_no_reduction_is_taken_from_the_namespace():
+    # np.sum takes (x, axis, dtype): called as (x, axis, keepdims) it would be wrong
+    ops = contract.op_table(np)
+    assert not hasattr(ops, "sum") and not hasattr(ops, "mean")

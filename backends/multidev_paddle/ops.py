@@ -261,6 +261,7 @@ OPS = op_table(
     paddle,
     modules=[cnn],
     wrap=_wrap,
+    reduce=_reduction,  # sum, mean, prod (max and min below: not amax, amin)
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
@@ -277,11 +278,8 @@ OPS = op_table(
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    sum=_wide(_reduction(paddle.sum), "sum"),
-    mean=_wide(_reduction(paddle.mean), "mean"),
     max=_wide(_reduction(paddle.max), "max"),
     min=_wide(_reduction(paddle.min), "min"),
-    prod=_wide(_reduction(paddle.prod), "prod"),
     argmax=_wide(_arg(paddle.argmax), "argmax", back=False),
     argmin=_wide(_arg(paddle.argmin), "argmin", back=False),
     reshape=lambda x, shape: paddle.reshape(x, list(shape)),

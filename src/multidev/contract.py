@@ -641,21 +641,25 @@ def op_table(
     *namespaces: Any,
     modules: Sequence[Any] = (),
     wrap: Callable[[Any, str], Any] | None = None,
+    reduce: Callable[[Any], Any] | None = None,
     **lowerings: Any,
 ) -> OpTable:
     """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
     the adapter's lowering (``lowerings``, else a function of the op's name in one of the
     adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
-    framework's ``namespaces``, else Python's operator (``PythonOperatorOps``); the last two
-    through ``wrap(fn, name)`` where given. An op found nowhere is absent: ``missing_members``
-    names it."""
+    framework's ``namespaces`` (a reduction's made into the ``(x, axis, keepdims)`` op by
+    ``reduce(fn)``, and taken only where ``reduce`` is given), else Python's operator
+    (``PythonOperatorOps``); the last two through ``wrap(fn, name)`` where given. An op found
+    nowhere is absent: ``missing_members`` names it."""
     table = {}
     for name, spec in SPECS.items():
         fn = lowerings.get(name)
         for module in modules:
             fn = getattr(module, name, None) if fn is None else fn
         if fn is None:
-            fn = find_native(namespaces, spec.natives)
+            reducing = spec.args == "(x, axis, keepdims)"
+            fn = None if reducing and reduce is None else find_native(namespaces, spec.natives)
+            fn = reduce(fn) if reducing and fn is not None and reduce is not None else fn
             if fn is None and wrap is not None and name in vars(PythonOperatorOps):
                 fn = getattr(PythonOperatorOps, name)
             fn = fn if fn is None or wrap is None else wrap(fn, name)
