@@ -44,3 +44,15 @@ def test_without_reduce_no_reduction_is_taken_from_the_namespace():
     # np.sum takes (x, axis, dtype): called as (x, axis, keepdims) it would be wrong
     ops = contract.op_table(np)
     assert not hasattr(ops, "sum") and not hasattr(ops, "mean")
+
+
+def test_a_table_without_log_softmax_gets_the_stable_composition_of_its_own_ops():
+    def reduce(fn):
+        return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)
+
+    ops = contract.op_table(np, reduce=reduce)
+    x = np.array([[1000.0, 0.0], [-5.0, 5.0]])  # exp(1000) overflows a naive log(softmax)
+    shifted = x - x.max(axis=1, keepdims=True)
+    expected = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(ops.log_softmax(x, 1), expected)
+    assert np.isfinite(ops.log_softmax(x, 1)).all()

@@ -72,11 +72,6 @@ def _softmax(x, axis):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis):
-    s = x - np.max(x, axis=axis, keepdims=True)
-    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
-
-
 def _sigmoid(x):
     with np.errstate(over="ignore"):
         return 1 / (1 + np.exp(-x))
@@ -127,7 +122,6 @@ _LOWERINGS = {
     "argmin": _arg(np.argmin),
     "clip": lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False),
     "softmax": _softmax,
-    "log_softmax": _log_softmax,
     "getitem": lambda x, key: x[key],
 }
 

@@ -660,7 +660,7 @@ def op_table(
             reducing = spec.args == "(x, axis, keepdims)"
             fn = None if reducing and reduce is None else find_native(namespaces, spec.natives)
             fn = reduce(fn) if reducing and fn is not None and reduce is not None else fn
-            if fn is None and wrap is not None and name in vars(PythonOperatorOps):
+            if fn is None and wrap and isinstance(vars(PythonOperatorOps).get(name), staticmethod):
                 fn = getattr(PythonOperatorOps, name)
             fn = fn if fn is None or wrap is None else wrap(fn, name)
         if fn is not None:
@@ -773,7 +773,8 @@ def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
 
 
 class PythonOperatorOps:
-    """Op-table entries that every framework spells with Python operators."""
+    """Op-table entries that every framework spells with Python operators, and the defaults
+    composed from the table's own ops where a framework has no kernel (or an imprecise one)."""
 
     add = staticmethod(operator.add)
     subtract = staticmethod(operator.sub)
@@ -791,3 +792,10 @@ class PythonOperatorOps:
     greater_equal = staticmethod(operator.ge)
     negative = staticmethod(operator.neg)
     getitem = staticmethod(operator.getitem)
+
+    def log_softmax(self, x: Any, axis: int) -> Any:
+        """log(softmax(x)) along ``axis`` as ``s - log(sum(exp(s)))`` with ``s = x - max(x)``
+        (stable: no exp overflows)."""
+        ops = cast(OpTable, self)  # the table this class is the base of
+        s = ops.subtract(x, ops.max(x, (axis,), True))
+        return ops.subtract(s, ops.log(ops.sum(ops.exp(s), (axis,), True)))
