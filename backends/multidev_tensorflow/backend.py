@@ -216,9 +216,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
         with self.scope(dev):
-            if dev.type == "cpu" and "CPU" in x.device:
-                return tf.raw_ops.DeepCopy(x=x)
-            return tf.identity(x)
+            return _deep_copy(x) if dev.type == "cpu" else tf.identity(x)
 
     def full(self, shape, value, dt: DType, dev: Device):
         with self.scope(dev):
