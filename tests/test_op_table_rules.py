@@ -56,3 +56,11 @@ def test_a_table_without_log_softmax_gets_the_stable_composition_of_its_own_ops(
     expected = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(ops.log_softmax(x, 1), expected)
     assert np.isfinite(ops.log_softmax(x, 1)).all()
+
+
+def test_the_composed_log_softmax_of_a_0d_tensor_is_zero():
+    def reduce(fn):
+        return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)
+
+    out = contract.op_table(np, reduce=reduce).log_softmax(np.array(3.5), 0)
+    assert out.shape == () and out == 0

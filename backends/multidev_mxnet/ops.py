@@ -226,13 +226,10 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
 
 
 def _arg(fn: Callable) -> Callable:
-    def arg(x, axis, keepdims):
+    def arg(x, axis):
         if x.dtype == _BOOL:
             x = x.astype(_UINT8)
-        out = fn(x, axis=axis)
-        if keepdims:
-            out = out.reshape((1,) * x.ndim) if axis is None else mnp.expand_dims(out, axis)
-        return out
+        return fn(x, axis=axis)
 
     return arg
 

@@ -82,11 +82,8 @@ def _reduce(fn):
 
 
 def _arg(fn):
-    def f(x, axis, keepdims):
-        out = fn(x, axis=axis)
-        if keepdims:
-            out = np.expand_dims(out, tuple(range(x.ndim)) if axis is None else axis)
-        return _asarray(out, dtype=np.int64)
+    def f(x, axis):
+        return _asarray(fn(x, axis=axis), dtype=np.int64)
 
     return f
 

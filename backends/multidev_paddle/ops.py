@@ -201,13 +201,13 @@ _reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list
 def _arg(fn):
     """argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)."""
 
-    def arg(x, axis, keepdims):
-        out = fn(x, axis=axis, keepdim=keepdims)
+    def arg(x, axis):
+        out = fn(x, axis=axis)
         # a NaN makes the sum NaN (so does inf - inf, which only costs the exact path)
         if md_dtype(x.dtype) in FLOATS and math.isnan(paddle.sum(x).item()):
             nan = paddle.isnan(x)
-            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis, keepdim=keepdims)
-            out = paddle.where(paddle.any(nan, axis=axis, keepdim=keepdims), first_nan, out)
+            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis)
+            out = paddle.where(paddle.any(nan, axis=axis), first_nan, out)
         return out
 
     return arg

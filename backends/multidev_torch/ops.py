@@ -25,10 +25,10 @@ _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim"
 
 
 def _arg(fn):
-    def arg(x, axis, keepdims):
+    def arg(x, axis):
         if x.dtype is _BOOL:
             x = x.to(torch.uint8)
-        return fn(x, dim=axis, keepdim=keepdims)
+        return fn(x, dim=axis)
 
     return arg
 

@@ -82,7 +82,7 @@ CAPABILITIES = frozenset(
 Unary = Callable[[Any], Any]
 Binary = Callable[[Any, Any], Any]
 Reduction = Callable[[Any, "tuple[int, ...] | None", bool], Any]
-ArgReduction = Callable[[Any, "int | None", bool], Any]
+ArgReduction = Callable[[Any, "int | None"], Any]
 Joining = Callable[[list, int], Any]
 
 
@@ -130,7 +130,7 @@ class OpTable(Protocol):
     max: Reduction
     min: Reduction
     prod: Reduction
-    argmax: ArgReduction  # (x, axis, keepdims)
+    argmax: ArgReduction  # (x, axis); axis None: the flattened tensor
     argmin: ArgReduction
     reshape: Callable[[Any, tuple[int, ...]], Any]
     permute_dims: Callable[[Any, tuple[int, ...]], Any]
@@ -797,5 +797,6 @@ class PythonOperatorOps:
         """log(softmax(x)) along ``axis`` as ``s - log(sum(exp(s)))`` with ``s = x - max(x)``
         (stable: no exp overflows)."""
         ops = cast(OpTable, self)  # the table this class is the base of
-        s = ops.subtract(x, ops.max(x, (axis,), True))
-        return ops.subtract(s, ops.log(ops.sum(ops.exp(s), (axis,), True)))
+        axes = (axis,) if len(x.shape) else ()  # a 0-d tensor: its only element
+        s = ops.subtract(x, ops.max(x, axes, True))
+        return ops.subtract(s, ops.log(ops.sum(ops.exp(s), axes, True)))

@@ -81,7 +81,7 @@ _declare("(x1, x2)", "same", "getitem", False)  # (x, key): ints, slices, None, 
 _declare("(x, axis, keepdims)", "keep", "sum|reduce_sum max|reduce_max min|reduce_min")
 _declare("(x, axis, keepdims)", "keep", "prod|reduce_prod all|reduce_all any|reduce_any")
 _declare("(x, axis, keepdims)", "float", "mean|reduce_mean")
-_declare("(x, axis, keepdims)", "index", "argmax argmin", False)  # axis: int or None
+_declare("(x, axis)", "index", "argmax argmin", False)  # axis: int or None (the core keeps dims)
 # shape, joining, selection
 _declare("(x, shape)", "keep", "reshape")
 _declare("(x, axes)", "keep", "permute_dims|permute|transpose flip")
