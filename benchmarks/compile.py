@@ -9,8 +9,9 @@ installed: ``constraints/bench-keras.txt``). Cases: ``mlp_small`` (3 layers, 256
 batch 32) and ``mlp_large`` (3 layers, 1024 wide, batch 128).
 
 Run it with ``MULTIDEV_BACKEND=torch python benchmarks/compile.py`` (one backend per run,
-one CPU thread); it writes ``benchmarks/results/compile_<backend>.{json,md}``. Times are the
-median over repeats of the time per step, after warm-up calls that include compilation.
+one CPU thread, TensorFlow's included); it writes ``benchmarks/results/compile_<backend>.{json,md}``.
+Times are medians over ``BENCH_ROUNDS`` (7) rounds that take turns between the sides, after
+warm-up calls that include compilation: wall-clock and CPU time of the process per step.
 """
 
 from __future__ import annotations
@@ -30,10 +31,18 @@ import numpy as np
 CASES = {"mlp_small": (256, 32), "mlp_large": (1024, 128)}
 LR = 1e-3
 RESULTS = Path(__file__).parent / "results"
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 
 
 def _threads(n: int = 1) -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    """One compute thread for every library (TensorFlow reads its own two variables)."""
+    for var in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+    ):
         os.environ.setdefault(var, str(n))
 
 
@@ -242,6 +251,14 @@ def keras_steps(backend: str, width: int, batch: int) -> dict[str, Callable[[], 
     return {f"Keras {keras.__version__} train_on_batch": lambda: model.train_on_batch(X, Y)}
 
 
+#: the side of each backend that is the framework's own compiled step (the issue's bar)
+COMPILED = {
+    "torch": "torch.compile(step)",
+    "tensorflow": "tf.function(step)",
+    "paddle": "paddle.jit.to_static(model)",
+    "mxnet": "mxnet hybridize()",
+}
+
 NATIVE = {
     "torch": torch_steps,
     "tensorflow": tensorflow_steps,
@@ -250,23 +267,40 @@ NATIVE = {
 }
 
 
-def _time(fn: Callable[[], object], finish: Callable[[object], float], budget_s: float):
-    """Median seconds per call over repeats, after warm-up calls (compilation included)."""
-    for _ in range(3):
-        last = fn()
-    finish(last)
-    start = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - start, 1e-6)
-    number = max(1, int(budget_s / 5 / one))
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(number):
-            last = fn()
-        finish(last)
-        times.append((time.perf_counter() - start) / number)
-    return statistics.median(times), float(finish(last))
+def _time_all(
+    sides: dict[str, Callable[[], object]], finish: Callable[[object], float], budget_s: float
+) -> dict[str, dict]:
+    """Per side: the median wall-clock and CPU (process) seconds per call over rounds that
+    take turns between the sides (a machine whose load changes slows every side alike),
+    after warm-up calls that include compilation; or the error a side raised."""
+    out: dict[str, dict] = {}
+    number: dict[str, int] = {}
+    for label, fn in sides.items():
+        try:
+            for _ in range(3):
+                last = fn()
+            out[label] = {"loss": float(finish(last)), "wall": [], "cpu": []}
+            start = time.perf_counter()
+            fn()
+            one = max(time.perf_counter() - start, 1e-6)
+        except Exception as e:  # a side that cannot run is reported, not hidden
+            out[label] = {"error": repr(e)[:300]}
+            continue
+        number[label] = max(1, int(budget_s / ROUNDS / one))
+    for _ in range(ROUNDS):
+        for label, n in number.items():
+            fn = sides[label]
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                last = fn()
+            finish(last)
+            out[label]["wall"].append((time.perf_counter() - wall) / n)
+            out[label]["cpu"].append((time.process_time() - cpu) / n)
+    for r in out.values():
+        if "wall" in r:
+            r["wall"] = statistics.median(r.pop("wall"))
+            r["cpu"] = statistics.median(r.pop("cpu"))
+    return out
 
 
 def _value(x: object) -> float:
@@ -281,6 +315,7 @@ def main() -> int:
     _threads()
     backend = os.environ.get("MULTIDEV_BACKEND", "torch")
     budget = float(os.environ.get("BENCH_BUDGET_S", "1.0"))
+    load_start = os.getloadavg()
     rows = []
     for case, (width, batch) in CASES.items():
         sides: dict[str, Callable[[], object]] = {}
@@ -291,25 +326,37 @@ def main() -> int:
         sides.update(NATIVE[backend](width, batch))
         if backend in ("torch", "tensorflow"):
             sides.update(keras_steps(backend, width, batch))
-        for label, fn in sides.items():
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    t, loss = _time(fn, _value, budget)
-                except Exception as e:  # a side that cannot run is reported, not hidden
-                    rows.append({"case": case, "side": label, "error": repr(e)[:300]})
-                    continue
-            notes += sorted({str(w.message) for w in caught if "JitWarning" in w.category.__name__})
-            rows.append({"case": case, "side": label, "us_per_step": t * 1e6, "first_loss": loss})
-            print(f"{case:10s} {label:40s} {t * 1e6:12.1f} us", flush=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            timed = _time_all(sides, _value, budget)
+        notes += sorted({str(w.message) for w in caught if "JitWarning" in w.category.__name__})
+        for label, r in timed.items():
+            if "error" in r:
+                rows.append({"case": case, "side": label, "error": r["error"]})
+                continue
+            rows.append(
+                {
+                    "case": case,
+                    "side": label,
+                    "us_per_step": r["wall"] * 1e6,
+                    "cpu_us_per_step": r["cpu"] * 1e6,
+                    "first_loss": r["loss"],
+                }
+            )
+            print(
+                f"{case:10s} {label:40s} {r['wall'] * 1e6:12.1f} us  cpu {r['cpu'] * 1e6:12.1f} us",
+                flush=True,
+            )
         rows.append({"case": case, "notes": sorted(set(notes))})
     meta = {
         "backend": backend,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "load_start": load_start,
         "load_average": os.getloadavg(),
         "threads": 1,
+        "rounds": ROUNDS,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"compile_{backend}.json").write_text(
@@ -320,23 +367,25 @@ def main() -> int:
 
 
 def _table(backend: str, meta: dict, rows: list[dict]) -> str:
+    start, end = (", ".join(f"{x:.1f}" for x in meta[k]) for k in ("load_start", "load_average"))
     lines = [
         f"# Compilation benchmark, {backend}",
         "",
-        f"One training step (forward, MSE, backward, SGD), µs per step, median; 1 thread. "
-        f"Load average during the run: {', '.join(f'{x:.1f}' for x in meta['load_average'])} "
-        f"on {meta['cpus']} CPUs (a shared, loaded machine: compare rows of one run only).",
+        f"One training step (forward, MSE, backward, SGD) per side, median over {meta['rounds']} "
+        "rounds that take turns between the sides; 1 thread. Wall-clock µs per step and the "
+        "process's CPU µs per step (less sensitive to other jobs on a shared machine). Load "
+        f"average at the start: {start}; at the end: {end}, on {meta['cpus']} CPUs.",
         "",
-        "| case | side | µs/step | × multidev eager |",
-        "|---|---|---:|---:|",
+        f"| case | side | µs/step | CPU µs/step | × {COMPILED[backend]} | × (CPU) |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for case in CASES:
         base = next(
             (
-                r["us_per_step"]
+                r
                 for r in rows
                 if r.get("case") == case
-                and r.get("side") == "multidev eager"
+                and r.get("side") == COMPILED[backend]
                 and "us_per_step" in r
             ),
             None,
@@ -345,10 +394,17 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
             if r.get("case") != case or "side" not in r:
                 continue
             if "error" in r:
-                lines.append(f"| {case} | {r['side']} | failed: {r['error']} | |")
+                lines.append(f"| {case} | {r['side']} | failed: {r['error']} | | | |")
                 continue
-            ratio = f"{r['us_per_step'] / base:.2f}" if base else ""
-            lines.append(f"| {case} | {r['side']} | {r['us_per_step']:.0f} | {ratio} |")
+            wall, cpu = r["us_per_step"], r["cpu_us_per_step"]
+            ratios = (
+                (f"{wall / base['us_per_step']:.2f}", f"{cpu / base['cpu_us_per_step']:.2f}")
+                if base
+                else ("", "")
+            )
+            lines.append(
+                f"| {case} | {r['side']} | {wall:.0f} | {cpu:.0f} | {ratios[0]} | {ratios[1]} |"
+            )
     notes = sorted({n for r in rows for n in r.get("notes", [])})
     if notes:
         lines += ["", "Notes:", *(f"- {n}" for n in notes)]

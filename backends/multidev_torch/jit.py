@@ -10,6 +10,7 @@ code generation, seconds instead of tens of seconds on a small CPU machine).
 from __future__ import annotations
 
 import os
+import types
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ __all__ = ["COMPILE_BACKEND_ENV", "Jit"]
 
 COMPILE_BACKEND_ENV = "MULTIDEV_TORCH_COMPILE_BACKEND"
 
+#: whether the function being traced called a ``backward()`` that freed its recording
+_FREED = [False]
+
 
 class Jit:
     """The compilation hooks of the PyTorch adapter."""
@@ -31,15 +35,45 @@ class Jit:
 
     def jit_compile(self, body: Any) -> Any:
         """``body`` under ``torch.compile``, traced with ``trace_autograd_ops`` on: a training
-        step's ``backward()`` then joins the step's graph instead of breaking it (a step that
-        returns its loss undetached still breaks there, as the same native step does)."""
-        compiled = torch.compile(body, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))
+        step's ``backward()`` joins the step's graph instead of breaking it. A function
+        that calls ``backward()`` without ``retain_graph`` returns its tensors detached (Dynamo
+        will not return tensors whose graph the backward consumed; in eager a second backward
+        through them fails too), so a step that returns its loss is one graph.
+
+        Dynamo keeps its compiled graphs on the code object, with the guards of each; every
+        ``md.jit`` function gets a code object of its own, so one function's call checks its
+        own graphs' guards only and no function shares another's recompile limit."""
+
+        def step(*natives: Any) -> tuple:
+            _FREED[0] = False
+            outs = body(*natives)
+            if _FREED[0]:
+                outs = tuple(o.detach() for o in outs)
+            return outs
+
+        own = types.FunctionType(
+            step.__code__.replace(),
+            step.__globals__,
+            step.__name__,
+            step.__defaults__,
+            step.__closure__,
+        )
+        compiled = torch.compile(own, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))
+        patch = torch._dynamo.config.patch(trace_autograd_ops=True)
 
         def run(*natives: Any) -> Any:
-            with torch._dynamo.config.patch(trace_autograd_ops=True):
+            with patch:
                 return compiled(*natives)
 
         return run
+
+    def backward(self, loss: Any, gradient: Any, recording: Any, retain_graph: bool) -> bool:
+        """The adapter's ``backward``, noting for ``jit_compile`` a traced one that freed its
+        recording."""
+        found: bool = super().backward(loss, gradient, recording, retain_graph)  # type: ignore[misc]
+        if found and not retain_graph and torch.compiler.is_compiling():
+            _FREED[0] = True
+        return found
 
     def synchronize(self, dev: Device | None) -> None:
         if not torch.cuda.is_available() or not torch.cuda.is_initialized():
