@@ -161,9 +161,8 @@ def _reduction(fn, name, bool_fn=None):
 def _arg(fn):
     """argmax/argmin as int64; the first NaN wins for floats, as in NumPy and PyTorch."""
 
-    def op(x, axis, keepdims):
-        rank = x.shape.rank
-        flat = axis is None or rank == 0
+    def op(x, axis):
+        flat = axis is None or x.shape.rank == 0
         y = tf.reshape(x, (-1,)) if flat else x
         ax = 0 if flat else axis
         out = fn(y, axis=ax, output_type=tf.int64)
@@ -171,8 +170,6 @@ def _arg(fn):
             nan = tf.math.is_nan(y)
             first_nan = tf.math.argmax(_cast(nan, tf.int8), axis=ax, output_type=tf.int64)
             out = tf.where(tf.reduce_any(nan, axis=ax), first_nan, out)
-        if keepdims:
-            out = tf.reshape(out, (1,) * rank) if flat else tf.expand_dims(out, axis)
         return out
 
     op.__name__ = fn.__name__

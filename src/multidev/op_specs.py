@@ -76,10 +76,12 @@ _declare("(x)", "int", "bitwise_invert|invert|bitwise_not")
 _declare("(x)", "complex", "real imag conj")  # called only where the backend has "complex"
 _declare("(x1, x2)", "same", "matmul", False)
 _declare("(x1, x2)", "same", "getitem", False)  # (x, key): ints, slices, None, ..., tensors
-# reductions: axis None reduces every axis, () none
-_declare("(x, axis, keepdims)", "keep", "sum max min prod all any", False)
-_declare("(x, axis, keepdims)", "float", "mean", False)
-_declare("(x, axis, keepdims)", "index", "argmax argmin", False)  # axis: int or None
+# reductions: axis None reduces every axis, () none; a native found by name is made into the
+# (x, axis, keepdims) op by the adapter's ``reduce`` (``contract.op_table``)
+_declare("(x, axis, keepdims)", "keep", "sum|reduce_sum max|reduce_max min|reduce_min")
+_declare("(x, axis, keepdims)", "keep", "prod|reduce_prod all|reduce_all any|reduce_any")
+_declare("(x, axis, keepdims)", "float", "mean|reduce_mean")
+_declare("(x, axis)", "index", "argmax argmin", False)  # axis: int or None (the core keeps dims)
 # shape, joining, selection
 _declare("(x, shape)", "keep", "reshape")
 _declare("(x, axes)", "keep", "permute_dims|permute|transpose flip")

@@ -309,20 +309,27 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:
     return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
-def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    """Index of the largest element (first one on ties), as int64."""
+def _arg_reduction(name: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
+    """The op ``name`` (argmax, argmin) over ``axis`` (None: the flattened tensor) as int64;
+    with ``keepdims`` the reduced axes stay with length 1 (the adapters' ops drop them)."""
     x = as_tensor(x)
-    _nonempty(x, "argmax", axis)
+    _nonempty(x, name, axis)
     ax = None if axis is None else _axis(x, axis)
-    out = call(x, "argmax", x._native, ax, keepdims)
+    out = call(x, name, x._native, ax)
+    if keepdims:
+        kept = tuple(1 if ax is None or i == ax else n for i, n in enumerate(x.shape))
+        out = call(x, "reshape", out, kept)
     return wrap(x, out, _dt.int64)
 
 
+def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the largest element (first one on ties), as int64."""
+    return _arg_reduction("argmax", x, axis, keepdims)
+
+
 def argmin(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    x = as_tensor(x)
-    _nonempty(x, "argmin", axis)
-    ax = None if axis is None else _axis(x, axis)
-    return wrap(x, call(x, "argmin", x._native, ax, keepdims), _dt.int64)
+    """Index of the smallest element (first one on ties), as int64."""
+    return _arg_reduction("argmin", x, axis, keepdims)
 
 
 # ---------------------------------------------------------------- shapes

@@ -13,10 +13,11 @@ from typing import Any
 from .. import registry
 from ..tensors import Tensor
 
-__all__ = ["NativeBlockMixin", "call", "call_native", "mirror", "native_module"]
+__all__ = ["NativeBlockMixin", "adapter_of", "call", "call_native", "mirror", "native_module"]
 
 
-def _adapter(block: Any) -> Any:
+def adapter_of(block: Any) -> Any:
+    """The adapter of ``block``'s parameters (the current backend's for a Block without any)."""
     for p in block.parameters():
         return p._bk
     return registry.current()
@@ -40,7 +41,7 @@ def native_module(block: Any) -> Any:
             f"with uninitialised parameters {uninitialised} (lazy layers). Run a forward pass "
             "first (e.g. net(X)) so that their shapes are known."
         )
-    bk = _adapter(block)
+    bk = adapter_of(block)
     build = getattr(bk, "native_module", None)
     if build is None:
         raise TypeError(
@@ -148,7 +149,7 @@ def _unwrap(x: Any) -> Any:
 def call(block: Any, args: tuple, kwargs: dict) -> Any:
     """Run ``block`` on native tensors (also inside lists, tuples and dicts) and return
     native tensors in the same structure as its output."""
-    bk = _adapter(block)
+    bk = adapter_of(block)
     return _unwrap(block(*_wrap(bk, args), **_wrap(bk, kwargs)))
 
 
