@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import mxnet as mx
+import numpy as np
 from mxnet import np as mnp
 
 from multidev.contract import reduction
@@ -168,6 +169,57 @@ def _sign(x):
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
+def _take_along_axis(x, idx, axis):
+    """``x`` picked by ``idx`` (int64, x's shape but along ``axis``) with MXNet's take kernel
+    on the flattened tensor (its ``take_along_axis`` runs NumPy on the host)."""
+    n, m = x.shape[axis], idx.shape[axis]
+    moved_idx = mnp.moveaxis(idx, axis, -1)
+    if moved_idx.size == 0:
+        return mnp.moveaxis(mnp.zeros(moved_idx.shape, dtype=x.dtype), -1, axis)
+    rows = moved_idx.size // m
+    flat = moved_idx.reshape((rows, m)) + (mnp.arange(rows, dtype="int64") * n).reshape((rows, 1))
+    picked = mnp.take(mnp.moveaxis(x, axis, -1).reshape(-1), flat)
+    return mnp.moveaxis(picked.reshape(moved_idx.shape), -1, axis)
+
+
+def _cumulative_prod(x, axis):
+    """Running products (MXNet has no cumprod kernel): a log-depth scan, each step multiplying
+    by the running products ``k`` places back (ones before the start)."""
+    n = x.shape[axis]
+    out, k = x, 1
+    while k < n:
+        ones_shape = list(x.shape)
+        ones_shape[axis] = k
+        back = mnp.concatenate(
+            [
+                mnp.ones(tuple(ones_shape), dtype=x.dtype),
+                mnp.take(out, mnp.arange(n - k), axis=axis),
+            ],
+            axis=axis,
+        )
+        out, k = out * back, 2 * k
+    return out
+
+
+def _nextafter(x1, x2):
+    """The next representable value after ``x1`` toward ``x2`` (MXNet has no nextafter
+    kernel): ``x1`` plus a step of 0.6 to 1.2 units in the last place of ``x1`` (at least the
+    smallest subnormal), which the addition itself rounds to exactly one unit; equal operands
+    give ``x2``, NaN gives NaN and an infinity steps to the largest finite value."""
+    info = np.finfo(x1.dtype)
+    # the smallest subnormal and the largest value as exact powers of two: MXNet's scalar
+    # parser refuses subnormal scalars and rounds the largest float64 off by two units
+    two = mnp.ones_like(x1) * 2.0
+    tiny = mnp.power(two, float(np.log2(info.smallest_subnormal)))
+    largest = mnp.power(two, float(info.maxexp - 1)) * float(2 - info.eps)
+    step = mnp.maximum(mnp.abs(x1) * float(info.eps * 0.6), tiny)
+    toward = mnp.where(x2 > x1, mnp.ones_like(x1), -mnp.ones_like(x1))
+    out = x1 + toward * step
+    out = mnp.where(mnp.isinf(x1), mnp.sign(x1) * largest, out)
+    out = mnp.where(x1 == x2, x2, out)
+    return mnp.where(mnp.isnan(x1), x1, mnp.where(mnp.isnan(x2), x2, out))
+
+
 def signbit(x):
     """Whether x's sign bit is set, by MXNet's kernels: x < 0, or 1 / x < 0 for -0 (``mnp.signbit``
     is NumPy's own ufunc, run on the host). No MXNet kernel reads the sign of a NaN: False."""
@@ -190,6 +242,8 @@ LOWERINGS: dict[str, Any] = {
     "all": reduction(mnp.all, mnp.copy),
     "any": reduction(mnp.any, mnp.copy),
     "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
+    "cumulative_prod": _cumulative_prod,
+    "nextafter": _nextafter,
     "sort": _sort,
     "argsort": _argsort,
     "flip": _flip,
@@ -197,6 +251,7 @@ LOWERINGS: dict[str, Any] = {
     "searchsorted": _searchsorted,
     "nonzero": lambda x: tuple(i.astype("int64") for i in mnp.nonzero(x)),
     "take": lambda x, idx, axis: mnp.take(x, idx, axis=axis),
+    "take_along_axis": _take_along_axis,
     "broadcast_to": lambda x, shape: mnp.broadcast_to(x, shape).copy(),
     "repeat": _repeat,
     "triu": lambda x, k: x - mnp.tril(x, k - 1),

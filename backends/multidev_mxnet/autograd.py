@@ -20,7 +20,7 @@ from typing import Any
 import mxnet as mx
 from mxnet import gluon
 
-from multidev.nn.native import NativeBlockMixin, call
+from multidev.nn.native import NativeBlockMixin, adapter_of, call
 from multidev.tracing import tracing, untraceable
 
 from .jit import STEP
@@ -65,14 +65,7 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
         inputs = tuple(
             mx.np.zeros(shape, dtype=dtype, ctx=ctx) for shape, dtype, ctx in self._md_last_inputs
         )
-        self._md_block_backend().export(self._md_block, path, inputs, epoch)
-
-    def _md_block_backend(self) -> Any:
-        for p in self._md_block.parameters():
-            return p._bk
-        from multidev import registry
-
-        return registry.current()
+        adapter_of(self._md_block).export(self._md_block, path, inputs, epoch)
 
     def collect_params(self, select: str | None = None) -> gluon.ParameterDict:
         """The Block's gluon Parameters by multidev name, those matching ``select`` (a regular
@@ -108,10 +101,6 @@ def _np_array(x: Any) -> Any:
     return x
 
 
-def _data(var):
-    return var.data(var.list_ctx()[0])
-
-
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
@@ -135,7 +124,7 @@ class Autograd:
     def grad(self, var):
         if var.grad_req == "null":
             return None
-        if _data(var)._fresh_grad:
+        if var.data(var.list_ctx()[0])._fresh_grad:
             setattr(var, _HAS_GRAD, True)
         elif not getattr(var, _HAS_GRAD, False):
             return None
@@ -164,7 +153,7 @@ class Autograd:
                 continue
             # legacy views share the memory; reset_arrays is a legacy multi-array op
             buffers.extend(g.as_nd_ndarray() for g in var.list_grad() if g.size)
-            _data(var)._fresh_grad = False
+            var.data(var.list_ctx()[0])._fresh_grad = False
             setattr(var, _HAS_GRAD, False)
         if buffers:
             mx.nd.reset_arrays(*buffers, num_arrays=len(buffers))

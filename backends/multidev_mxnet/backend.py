@@ -55,15 +55,6 @@ MULTI_UPDATE_SMALL = 4096
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
-def _count_gpus() -> int:
-    if not mx.runtime.Features().is_enabled("CUDA"):
-        return 0
-    count = nvml_visible_gpu_count()
-    if count is None:  # no NVML: ask CUDA itself (initialises it in this process)
-        return mx.context.num_gpus()
-    return count
-
-
 def _activate_numpy_semantics() -> None:
     npx.set_np()
     # MXSetIsNumpyShape: 1 turns NumPy shapes on for this thread, 2 for every thread
@@ -81,6 +72,8 @@ class Backend(Jit, Autograd, AdapterBase):
     ops = OPS
     linalg = LINALG
     fft = FFT
+    native_full = staticmethod(fill.full)
+    native_empty = staticmethod(lambda shape, dt, dev: mnp.empty(shape, dtype=dt, ctx=dev))
     conformance_xfails: ClassVar[dict[str, str]] = {
         "test_gradients_match_finite_differences[eigvalsh]": (
             "MXNet 1.9.1's eigvalsh/eigh backward gives zero gradients"
@@ -95,18 +88,16 @@ class Backend(Jit, Autograd, AdapterBase):
         _activate_numpy_semantics()
         self.cpu_count = env_count(CPU_DEVICES_ENV, 2, "MXNet CPU contexts multidev offers")
         for i in range(self.cpu_count):
-            self._remember(Device("cpu", i), mx.cpu(i))
-
-    def _remember(self, dev: Device, ctx: mx.Context) -> None:
-        self._natives[dev] = ctx
-        self._places[ctx] = dev
+            self.native_device(Device("cpu", i))  # known as places too (make_native_device)
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs MXNet can use (through NVML where it is available)."""
-        n = _count_gpus()
+        n = nvml_visible_gpu_count() if mx.runtime.Features().is_enabled("CUDA") else 0
+        if n is None:  # no NVML: ask CUDA itself (initialises it in this process)
+            n = mx.context.num_gpus()
         for i in range(n):
-            self._remember(Device("gpu", i), mx.gpu(i))
+            self.native_device(Device("gpu", i))
         return n
 
     def default_device(self) -> Device:
@@ -123,10 +114,8 @@ class Backend(Jit, Autograd, AdapterBase):
         if not isinstance(obj, mx.Context):
             return None
         kind = obj.device_type
-        if kind == "gpu":
-            return Device("gpu", obj.device_id)
-        if kind == "cpu":
-            return Device("cpu", obj.device_id)
+        if kind in ("cpu", "gpu"):
+            return Device(kind, obj.device_id)
         if kind in ("cpu_pinned", "cpu_shared"):  # host memory; the id names a GPU or process
             return _CPU
         return None
@@ -164,23 +153,16 @@ class Backend(Jit, Autograd, AdapterBase):
         return x.copyto(self.native_device(dev))
 
     def full(self, shape, value, dt, dev) -> mnp.ndarray:
-        npdt = self.native_dtype(dt)
-        if not isinstance(value, (*_SCALARS, np.generic)) or (
-            dt.kind in "iu" and isinstance(value, int) and abs(value) > _EXACT_INT
-        ):
-            return self.from_numpy(np.full(shape, value, dtype=npdt), dev)
-        return fill.full(shape, value, npdt, self.native_device(dev))
-
-    def empty(self, shape, dt, dev) -> mnp.ndarray:
-        return mnp.empty(shape, dtype=self.native_dtype(dt), ctx=self.native_device(dev))
+        if dt.kind in "iu" and isinstance(value, int) and abs(value) > _EXACT_INT:
+            return self.from_numpy(np.full(shape, value, dtype=self.native_dtype(dt)), dev)
+        return super().full(shape, value, dt, dev)
 
     def setitem(self, x, key, value):
         if tracing():
             untraceable(WRITES_IN_PLACE)
         return setitem(x, key, value)
 
-    def seed(self, seed: int) -> None:
-        mx.random.seed(seed)
+    seed = staticmethod(mx.random.seed)
 
     # parameters --------------------------------------------------------------
     def is_trainable_variable(self, var) -> bool:

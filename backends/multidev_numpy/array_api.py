@@ -13,6 +13,7 @@ __all__ = ["LOWERINGS", "QUIET"]
 #: ops whose NumPy function warns on values outside its domain (the result says it: nan, inf)
 QUIET = frozenset(
     {"acos", "acosh", "asin", "atanh", "cosh", "sinh", "expm1", "log2", "log10", "reciprocal"}
+    | {"nextafter"}
 )
 
 
@@ -35,6 +36,7 @@ LOWERINGS: dict[str, Any] = {
     "all": lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
     "any": lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
     "cumulative_sum": lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
+    "cumulative_prod": lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
     "sort": _sort,
     "argsort": _argsort,
     "searchsorted": lambda a, v, side: np.searchsorted(a, v, side=side).astype(np.int64),

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from multidev.contract import AdapterBase, Framework
+from multidev.contract import AdapterBase
 from multidev.device import Device
 from multidev.dtypes import DType, from_numpy_dtype
 
-from . import FRAMEWORK
 from .dtypes import NATIVE
 from .linalg import FFT, LINALG
 from .ops import OPS, writable
@@ -24,13 +23,14 @@ class Backend(AdapterBase):
     """NumPy: the reference every other backend is compared with."""
 
     name = "numpy"
-    framework: ClassVar[Framework] = FRAMEWORK
     capabilities = frozenset({"bfloat16", "float16", "float64", "complex"})
     tensor_types = (np.ndarray,)
     dtypes = NATIVE
     ops = OPS
     linalg = LINALG
     fft = FFT
+    native_full = staticmethod(lambda shape, value, dt, dev: np.full(shape, value, dtype=dt))
+    native_empty = staticmethod(lambda shape, dt, dev: np.empty(shape, dtype=dt))
 
     def native_device(self, dev: Device) -> str:
         return "cpu"
@@ -49,12 +49,6 @@ class Backend(AdapterBase):
 
     def to_device(self, x: Any, dev: Device) -> np.ndarray:
         return np.array(x)
-
-    def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> np.ndarray:
-        return np.full(shape, value, dtype=dt.numpy)
-
-    def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> np.ndarray:
-        return np.empty(shape, dtype=dt.numpy)
 
     def is_trainable_variable(self, var: Any) -> bool:
         return isinstance(var, np.ndarray)

@@ -72,11 +72,6 @@ def _softmax(x, axis):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis):
-    s = x - np.max(x, axis=axis, keepdims=True)
-    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
-
-
 def _sigmoid(x):
     with np.errstate(over="ignore"):
         return 1 / (1 + np.exp(-x))
@@ -87,11 +82,8 @@ def _reduce(fn):
 
 
 def _arg(fn):
-    def f(x, axis, keepdims):
-        out = fn(x, axis=axis)
-        if keepdims:
-            out = np.expand_dims(out, tuple(range(x.ndim)) if axis is None else axis)
-        return _asarray(out, dtype=np.int64)
+    def f(x, axis):
+        return _asarray(fn(x, axis=axis), dtype=np.int64)
 
     return f
 
@@ -123,12 +115,10 @@ _LOWERINGS = {
     "negative": np.negative,
     "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, x.dtype.type(0)),
-    **{name: _reduce(getattr(np, name)) for name in ("sum", "mean", "max", "min", "prod")},
     "argmax": _arg(np.argmax),
     "argmin": _arg(np.argmin),
     "clip": lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False),
     "softmax": _softmax,
-    "log_softmax": _log_softmax,
     "getitem": lambda x, key: x[key],
 }
 
@@ -136,6 +126,7 @@ OPS = op_table(
     np,
     modules=[cnn],
     wrap=_wrap,
+    reduce=_reduce,
     **{name: _arr(fn) for name, fn in _LOWERINGS.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
     astype=lambda x, dt: x.astype(dt.numpy),

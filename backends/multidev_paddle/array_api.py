@@ -9,7 +9,7 @@ from paddle.utils import dlpack as _dlpack
 
 from multidev.contract import reduction
 
-__all__ = ["LOWERINGS"]
+__all__ = ["LOWERINGS", "equal", "not_equal"]
 
 
 #: dtypes Paddle has no sort kernel for, and the one each sorts in exactly
@@ -75,6 +75,35 @@ def _sign(x):
     if x.dtype in (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64):
         return paddle.sign(x)
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+_FLOATS = (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64)
+_COMPLEX = (paddle.complex64, paddle.complex128)
+
+
+def equal(a, b):
+    """``a == b`` exactly: Paddle's equal kernel counts floats within the dtype's epsilon of
+    each other as equal (``1e-87 == 0`` in float64), so floats compare by ``<=`` and ``>=``
+    (False for NaN) and complex numbers by their parts."""
+    dtype = (a if isinstance(a, paddle.Tensor) else b).dtype
+    if dtype in _FLOATS:
+        return paddle.logical_and(a <= b, a >= b)
+    if dtype in _COMPLEX:
+        return paddle.logical_and(equal(_real(a), _real(b)), equal(_imag(a), _imag(b)))
+    return a == b
+
+
+def not_equal(a, b):
+    """``a != b`` exactly (see ``equal``)."""
+    return paddle.logical_not(equal(a, b))
+
+
+def _real(v):
+    return paddle.real(v) if isinstance(v, paddle.Tensor) else complex(v).real
+
+
+def _imag(v):
+    return paddle.imag(v) if isinstance(v, paddle.Tensor) else complex(v).imag
 
 
 #: the Array API ops Paddle spells differently (the rest: by name on ``paddle``)

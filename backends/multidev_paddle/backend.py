@@ -94,6 +94,11 @@ class Backend(Jit, Autograd, AdapterBase):
     ops = OPS
     linalg = LINALG
     fft = FFT
+    from_dlpack = staticmethod(_dlpack.from_dlpack)
+    native_full = staticmethod(
+        lambda shape, v, dt, dev: paddle.full(list(shape), v, dt, device=dev)
+    )
+    native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(list(shape), dt, device=dev))
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
@@ -195,16 +200,6 @@ class Backend(Jit, Autograd, AdapterBase):
             out = x.cuda(dev.index)
         return x.clone() if out is x else out
 
-    def full(self, shape, value, dt, dev):
-        if isinstance(value, np.generic):
-            value = value.item()
-        if not isinstance(value, (int, float)):
-            return super().full(shape, value, dt, dev)
-        return paddle.full(list(shape), value, dtype=NATIVE[dt], device=self.native_device(dev))
-
-    def empty(self, shape, dt, dev):
-        return paddle.empty(list(shape), dtype=NATIVE[dt], device=self.native_device(dev))
-
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
         key = native_key(key)
@@ -226,8 +221,7 @@ class Backend(Jit, Autograd, AdapterBase):
             x[key] = value
         return x
 
-    def seed(self, seed: int) -> None:
-        paddle.seed(seed)
+    seed = staticmethod(paddle.seed)
 
     # parameters --------------------------------------------------------------
     def is_trainable_variable(self, var: Any) -> bool:
@@ -236,10 +230,6 @@ class Backend(Jit, Autograd, AdapterBase):
     def make_variable(self, x) -> EagerParamBase:
         """A Paddle parameter holding a copy of x on x's place (trainable when floating point)."""
         return EagerParamBase.from_tensor(x.detach().clone(), trainable=md_dtype(x.dtype) in FLOATS)
-
-    def detach(self, x):
-        """The same storage outside autograd recording (what ``p.data`` wraps)."""
-        return x.detach()
 
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y`` in place (Paddle's in-place add, outside recording); float16 and
@@ -260,6 +250,3 @@ class Backend(Jit, Autograd, AdapterBase):
             else:
                 x.add_(paddle.scale(y, alpha))
         return x
-
-    def from_dlpack(self, obj):
-        return _dlpack.from_dlpack(obj)

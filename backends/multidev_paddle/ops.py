@@ -18,10 +18,10 @@ import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table, reduction
+from multidev.contract import divisor_signed, op_table, reduction
 from multidev.op_specs import SPECS
 
-from . import cnn
+from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE, dtype_name, md_dtype
 from .sequence_ops import SEQUENCE_LOWERINGS
@@ -56,6 +56,7 @@ _WIDER = {
 _PLAIN_DTYPES = frozenset({_dt.float32, _dt.float64})
 #: the same for ops that NumPy and PyTorch do not define on bool (``-``, ``//``, ``%``, ``**``)
 _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
+_NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
 
 
 def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int | None = None):
@@ -204,13 +205,13 @@ _reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list
 def _arg(fn):
     """argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)."""
 
-    def arg(x, axis, keepdims):
-        out = fn(x, axis=axis, keepdim=keepdims)
+    def arg(x, axis):
+        out = fn(x, axis=axis)
         # a NaN makes the sum NaN (so does inf - inf, which only costs the exact path)
         if md_dtype(x.dtype) in FLOATS and math.isnan(paddle.sum(x).item()):
             nan = paddle.isnan(x)
-            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis, keepdim=keepdims)
-            out = paddle.where(paddle.any(nan, axis=axis, keepdim=keepdims), first_nan, out)
+            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis)
+            out = paddle.where(paddle.any(nan, axis=axis), first_nan, out)
         return out
 
     return arg
@@ -252,47 +253,42 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
+def _wrap(fn, name: str):
+    """``fn`` (Paddle's, or Python's operator) computing in a wider dtype where Paddle lacks a
+    kernel; results of bool and index ops stay as they are, the others go back to the input's
+    dtype."""
+    back = SPECS[name].promotion not in ("bool", "index")
+    return _wide(fn, name, back=back, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
+
+
 OPS = op_table(
     paddle,
     modules=[cnn],
-    # results of bool and index ops stay as they are; the others go back to the input's dtype
-    wrap=lambda fn, name: _wide(fn, name, back=SPECS[name].promotion not in ("bool", "index")),
+    wrap=_wrap,
+    reduce=_reduction,  # sum, mean, prod (max and min below: not amax, amin)
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    add=_wide(operator.add, "add"),
-    subtract=_wide(operator.sub, "subtract", wider=_NUMERIC_WIDER),
-    multiply=_wide(operator.mul, "multiply"),
-    divide=_wide(operator.truediv, "divide"),
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
         _tensor_operands(_integer_division(operator.floordiv)),
         "floor_divide",
         wider=_NUMERIC_WIDER,
     ),
-    remainder=_wide(
-        _tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER
+    remainder=divisor_signed(
+        _wide(_tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER),
+        lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
+        paddle.is_floating_point,
     ),
-    pow=_wide(operator.pow, "pow", wider=_NUMERIC_WIDER),
-    matmul=_wide(paddle.matmul, "matmul"),
     maximum=_wide(_maximum, "maximum"),
     minimum=_wide(_minimum, "minimum"),
-    equal=_wide(operator.eq, "equal", back=False),
-    not_equal=_wide(operator.ne, "not_equal", back=False),
-    less=_wide(operator.lt, "less", back=False),
-    less_equal=_wide(operator.le, "less_equal", back=False),
-    greater=_wide(operator.gt, "greater", back=False),
-    greater_equal=_wide(operator.ge, "greater_equal", back=False),
+    # exact float comparison (Paddle's own == counts values within epsilon as equal)
+    equal=_wide(array_api.equal, "equal", back=False),
+    not_equal=_wide(array_api.not_equal, "not_equal", back=False),
     logical_and=_tensor_operands(paddle.logical_and),
     logical_or=_tensor_operands(paddle.logical_or),
-    negative=_wide(operator.neg, "negative"),
-    abs=_wide(paddle.abs, "abs"),
-    sigmoid=_wide(F.sigmoid, "sigmoid"),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    sum=_wide(_reduction(paddle.sum), "sum"),
-    mean=_wide(_reduction(paddle.mean), "mean"),
     max=_wide(_reduction(paddle.max), "max"),
     min=_wide(_reduction(paddle.min), "min"),
-    prod=_wide(_reduction(paddle.prod), "prod"),
     argmax=_wide(_arg(paddle.argmax), "argmax", back=False),
     argmin=_wide(_arg(paddle.argmin), "argmin", back=False),
     reshape=lambda x, shape: paddle.reshape(x, list(shape)),

@@ -52,16 +52,10 @@ class Recording:
 
     @contextlib.contextmanager
     def pause(self) -> Iterator[None]:
-        if not self.recording:
-            self.paused += 1
-            try:
-                yield
-            finally:
-                self.paused -= 1
-            return
+        stop = self.tape.stop_recording() if self.recording else contextlib.nullcontext()
         self.paused += 1
         try:
-            with self.tape.stop_recording():
+            with stop:
                 yield
         finally:
             self.paused -= 1

@@ -216,22 +216,15 @@ class Backend(Jit, Autograd, AdapterBase):
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
         with self.scope(dev):
-            if dev.type == "cpu" and "CPU" in x.device:
-                return tf.raw_ops.DeepCopy(x=x)
-            return tf.identity(x)
+            return _deep_copy(x) if dev.type == "cpu" else tf.identity(x)
 
     def full(self, shape, value, dt: DType, dev: Device):
         with self.scope(dev):
             return tf.fill(shape, np.asarray(value, dtype=dt.numpy))
 
-    def setitem(self, x, key, value):
-        return indexing.setitem(x, key, value)
-
-    def seed(self, seed: int) -> None:
-        tf.random.set_seed(seed)
-
-    def from_dlpack(self, obj):
-        return array_api.from_dlpack(obj)
+    setitem = staticmethod(indexing.setitem)
+    seed = staticmethod(tf.random.set_seed)
+    from_dlpack = staticmethod(array_api.from_dlpack)
 
     # ---------------------------------------------------------------- variables
     def is_trainable_variable(self, var) -> bool:

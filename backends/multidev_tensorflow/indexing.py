@@ -26,13 +26,15 @@ _INDEX_DTYPES = (tf.int32, tf.int64)
 
 
 def _needs_advanced(keys: tuple) -> bool:
+    scalar_dtypes = set()  # TensorFlow's strided slice needs one dtype for its 0-d indices
     for k in keys:
         if isinstance(k, _TENSORS):
             if k.shape.rank != 0 or k.dtype not in _INDEX_DTYPES:
                 return True
+            scalar_dtypes.add(k.dtype)
         elif isinstance(k, (bool, np.bool_, list, np.ndarray)):
             return True
-    return False
+    return len(scalar_dtypes) > 1
 
 
 def getitem(x, key):
@@ -192,7 +194,7 @@ def _gather_nd(x, adv: list):
         raise IndexError(
             f"Expected index arrays that broadcast together. Received: shapes {shapes}"
         ) from None
-    idx = tf.stack([tf.broadcast_to(i, bshape) for _, i in adv], axis=-1)
+    idx = tf.stack([tf.broadcast_to(tf.cast(i, tf.int64), bshape) for _, i in adv], axis=-1)
     rank = x.shape.rank
     rest = [d for d in range(rank) if d not in axes]
     perm = axes + rest

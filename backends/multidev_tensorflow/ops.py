@@ -11,7 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import op_table, vector_matmul
+from multidev.contract import divisor_signed, op_table, vector_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -171,9 +171,8 @@ def _reduction(fn, name, bool_fn=None):
 def _arg(fn):
     """argmax/argmin as int64; the first NaN wins for floats, as in NumPy and PyTorch."""
 
-    def op(x, axis, keepdims):
-        rank = x.shape.rank
-        flat = axis is None or rank == 0
+    def op(x, axis):
+        flat = axis is None or x.shape.rank == 0
         y = tf.reshape(x, (-1,)) if flat else x
         ax = 0 if flat else axis
         out = fn(y, axis=ax, output_type=tf.int64)
@@ -181,8 +180,6 @@ def _arg(fn):
             nan = tf.math.is_nan(y)
             first_nan = tf.math.argmax(_cast(nan, tf.int8), axis=ax, output_type=tf.int64)
             out = tf.where(tf.reduce_any(nan, axis=ax), first_nan, out)
-        if keepdims:
-            out = tf.reshape(out, (1,) * rank) if flat else tf.expand_dims(out, axis)
         return out
 
     op.__name__ = fn.__name__
@@ -249,7 +246,11 @@ OPS = op_table(
     multiply=_binary(_raw(tf.raw_ops.Mul), "multiply"),
     divide=tf.math.truediv,
     floor_divide=_binary(tf.math.floordiv, "floor_divide"),
-    remainder=_binary(tf.math.floormod, "remainder"),
+    remainder=divisor_signed(
+        _binary(tf.math.floormod, "remainder"),
+        lambda r, b: ARRAY_API["copysign"](r, tf.cast(b, r.dtype)),
+        lambda r: r.dtype.is_floating,
+    ),
     pow=_binary(tf.math.pow, "pow"),
     matmul=_matmul,
     # (x, weight (out, in), bias or None): the layer op behind nn.Linear

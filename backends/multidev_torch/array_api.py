@@ -6,13 +6,25 @@ from typing import Any
 
 import torch
 
-from multidev.contract import reduction
+from multidev.contract import divisor_signed, reduction
 
 __all__ = ["LOWERINGS"]
 
 
 def _nonzero(x):
     return tuple(torch.nonzero(x, as_tuple=True)) if x.dim() else ()
+
+
+def _scalar_operand(fn):
+    """``fn(a, b)`` where ``b`` may be a Python scalar (the core passes one of a's dtype):
+    ``torch.maximum``/``torch.minimum`` take tensors only."""
+
+    def op(a, b):
+        if not isinstance(b, torch.Tensor):
+            b = torch.tensor(b, dtype=a.dtype, device=a.device)
+        return fn(a, b)
+
+    return op
 
 
 def _repeat(x, repeats, axis):
@@ -26,6 +38,9 @@ def _sign(x):
 
 #: the Array API ops PyTorch spells differently (the rest: by name on ``torch``)
 LOWERINGS: dict[str, Any] = {
+    "maximum": _scalar_operand(torch.maximum),
+    "remainder": divisor_signed(torch.remainder, torch.copysign, torch.is_floating_point),
+    "minimum": _scalar_operand(torch.minimum),
     "all": reduction(torch.all, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "any": reduction(torch.any, torch.clone, axis="dim", keepdims="keepdim", per_axis=True),
     "cumulative_sum": lambda x, axis: torch.cumsum(x, dim=axis),

@@ -46,6 +46,9 @@ class Backend(Jit, Autograd, AdapterBase):
     ops = OPS
     linalg = LINALG
     fft = FFT
+    from_dlpack = staticmethod(torch.from_dlpack)
+    native_full = staticmethod(lambda shape, v, dt, dev: torch.full(shape, v, dtype=dt, device=dev))
+    native_empty = staticmethod(lambda shape, dt, dev: torch.empty(shape, dtype=dt, device=dev))
     convert_hint = "Convert it first, e.g. with tensor.to(torch.float32)."
     move_hint = "Move it first, e.g. with tensor.to('cpu')."
 
@@ -127,14 +130,6 @@ class Backend(Jit, Autograd, AdapterBase):
     def to_device(self, x, dev: Device) -> torch.Tensor:
         return x.to(self.native_device(dev), copy=True)
 
-    def full(self, shape, value, dt, dev) -> torch.Tensor:
-        if not isinstance(value, (int, float, np.generic)):
-            return super().full(shape, value, dt, dev)
-        return torch.full(shape, value, dtype=NATIVE[dt], device=self.native_device(dev))
-
-    def empty(self, shape, dt, dev) -> torch.Tensor:
-        return torch.empty(shape, dtype=NATIVE[dt], device=self.native_device(dev))
-
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; leaves that require grad are written under no_grad."""
         if x.requires_grad and x.is_leaf:
@@ -144,8 +139,7 @@ class Backend(Jit, Autograd, AdapterBase):
             write(x, key, value)
         return x
 
-    def seed(self, seed: int) -> None:
-        torch.manual_seed(seed)
+    seed = staticmethod(torch.manual_seed)
 
     # parameters --------------------------------------------------------------
     def is_trainable_variable(self, var: Any) -> bool:
@@ -155,10 +149,6 @@ class Backend(Jit, Autograd, AdapterBase):
         """A ``torch.nn.Parameter`` holding a copy of x (trainable when floating point)."""
         data = x.detach().clone(memory_format=torch.contiguous_format)
         return torch.nn.Parameter(data, requires_grad=data.is_floating_point())
-
-    def detach(self, x) -> torch.Tensor:
-        """The same storage outside autograd recording (what ``p.data`` wraps)."""
-        return x.detach()
 
     def add_scaled_(self, x, y, alpha: float) -> torch.Tensor:
         """``x += alpha * y`` in one fused in-place kernel."""
@@ -172,6 +162,3 @@ class Backend(Jit, Autograd, AdapterBase):
         with torch.no_grad():
             torch._foreach_add_(list(xs), list(ys), alpha=alpha)
         return list(xs)
-
-    def from_dlpack(self, obj) -> torch.Tensor:
-        return torch.from_dlpack(obj)

@@ -25,10 +25,10 @@ _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim"
 
 
 def _arg(fn):
-    def arg(x, axis, keepdims):
+    def arg(x, axis):
         if x.dtype is _BOOL:
             x = x.to(torch.uint8)
-        return fn(x, dim=axis, keepdim=keepdims)
+        return fn(x, dim=axis)
 
     return arg
 
@@ -61,11 +61,10 @@ def _clip(x, lo, hi):
 OPS = op_table(
     torch,
     modules=[cnn],
+    reduce=_reduction,  # sum and mean
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
-    sum=_reduction(torch.sum),
-    mean=_reduction(torch.mean),
-    max=_reduction(torch.amax),
+    max=_reduction(torch.amax),  # torch.max(x, dim) also gives the indices
     min=_reduction(torch.amin),
     prod=_reduction(torch.prod, per_axis=True),
     argmax=_arg(torch.argmax),

@@ -57,7 +57,10 @@ __all__ = [
     "conj",
     "copysign",
     "cosh",
+    "count_nonzero",
+    "cumulative_prod",
     "cumulative_sum",
+    "diff",
     "e",
     "empty",
     "empty_like",
@@ -89,6 +92,7 @@ __all__ = [
     "moveaxis",
     "nan",
     "newaxis",
+    "nextafter",
     "nonzero",
     "not_equal",
     "pi",
@@ -107,6 +111,7 @@ __all__ = [
     "sort",
     "std",
     "take",
+    "take_along_axis",
     "tan",
     "tensordot",
     "tile",
@@ -152,20 +157,24 @@ def isdtype(dtype: _dt.DType, kind: Any) -> bool:
     return dtype is _dt.as_dtype(kind)
 
 
+#: the Python scalars an Array API function takes in place of a tensor (2024.12)
+_SCALARS = (bool, int, float, complex)
+
+
 def _dtype_of(obj: Any) -> _dt.DType:
     return obj._dtype if isinstance(obj, Tensor) else _dt.as_dtype(obj)
 
 
 def result_type(*arrays_and_dtypes: Any) -> _dt.DType:
     """The dtype that operations on these tensors, dtypes or Python scalars give."""
-    tensors = [a for a in arrays_and_dtypes if not isinstance(a, (bool, int, float))]
+    tensors = [a for a in arrays_and_dtypes if not isinstance(a, _SCALARS)]
     if not tensors:
         raise ValueError("Expected at least one tensor or dtype. Received: only Python scalars")
     dt = _dtype_of(tensors[0])
     for a in tensors[1:]:
         dt = _dt.result_type(dt, _dtype_of(a))
     for a in arrays_and_dtypes:
-        if isinstance(a, (bool, int, float)):
+        if isinstance(a, _SCALARS):
             dt = _dt.scalar_result_type(dt, a)
     return dt
 
@@ -399,7 +408,7 @@ def _pair(x1: Any, x2: Any, floating_only: bool = False) -> tuple[Tensor, Tensor
         b, a = _pair(x2, x1, floating_only)
         return a, b
     x1 = as_tensor(x1)
-    if isinstance(x2, (bool, int, float)):
+    if isinstance(x2, _SCALARS):
         dt = _dt.scalar_result_type(x1._dtype, x2)
         x2 = creation.full((), x2, dtype=dt, device=x1.device)
     else:
@@ -427,10 +436,13 @@ atan2 = _float_binary("atan2", "Elementwise angle of the point (x2, x1), in radi
 hypot = _float_binary("hypot", "Elementwise sqrt(x1**2 + x2**2) without overflow")
 copysign = _float_binary("copysign", "Elementwise |x1| with the sign of x2")
 logaddexp = _float_binary("logaddexp", "Elementwise log(exp(x1) + exp(x2)) without overflow")
+nextafter = _float_binary(
+    "nextafter", "Elementwise the next representable value after x1 toward x2 (Array API 2024.12)"
+)
 
 
 def _same(x1: Any, x2: Any) -> Tensor:
-    return as_tensor(x1, x2 if isinstance(x2, Tensor) else None)
+    return ops._lhs(x1, x2) if isinstance(x2, Tensor) else as_tensor(x1)
 
 
 def not_equal(x1: Any, x2: Any, /) -> Tensor:
@@ -541,11 +553,9 @@ def std(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool 
     return ops.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 
-def cumulative_sum(
-    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+def _cumulative(
+    name: str, x: Any, axis: int | None, dtype: Any, include_initial: bool, initial: int
 ) -> Tensor:
-    """Running sums along ``axis`` (required unless ``x`` is 1-d); bool and integer input sums
-    in int64, as ``sum`` does."""
     x = as_tensor(x)
     if axis is None:
         if x.ndim != 1:
@@ -557,12 +567,58 @@ def cumulative_sum(
         dt = _dt.int64
     if dt is not x._dtype:
         x = cast(x, dt)
-    out = wrap(x, call(x, "cumulative_sum", x._native, ax), dt)
+    out = wrap(x, call(x, name, x._native, ax), dt)
     if include_initial:
         shape = list(x.shape)
         shape[ax] = 1
-        out = ops.concat([creation.zeros(tuple(shape), dtype=dt, device=x.device), out], axis=ax)
+        first = creation.full(tuple(shape), initial, dtype=dt, device=x.device)
+        out = ops.concat([first, out], axis=ax)
     return out
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Tensor:
+    """Running sums along ``axis`` (required unless ``x`` is 1-d); bool and integer input sums
+    in int64, as ``sum`` does."""
+    return _cumulative("cumulative_sum", x, axis, dtype, include_initial, 0)
+
+
+def cumulative_prod(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Tensor:
+    """Running products along ``axis`` (required unless ``x`` is 1-d; Array API 2024.12);
+    bool and integer input multiplies in int64, as ``prod`` does; ``include_initial`` starts
+    with ones."""
+    return _cumulative("cumulative_prod", x, axis, dtype, include_initial, 1)
+
+
+def diff(
+    x: Any,
+    /,
+    *,
+    axis: int = -1,
+    n: int = 1,
+    prepend: Any = None,
+    append: Any = None,
+) -> Tensor:
+    """The ``n``-th forward difference along ``axis`` (Array API 2024.12), after joining
+    ``prepend`` and ``append`` to ``x`` there; on bool tensors, whether neighbours differ."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        raise ValueError("Expected a tensor of at least one dimension for diff. Received: 0-d")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"Expected a non-negative int n for diff. Received: {n!r}")
+    ax = ops._axis(x, axis)
+    parts = [as_tensor(p, x) for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = ops.concat(parts, axis=ax)
+    lead = (slice(None),) * ax
+    later_key, earlier_key = (*lead, slice(1, None)), (*lead, slice(None, -1))
+    for _ in range(n):
+        later, earlier = x[later_key], x[earlier_key]
+        x = later != earlier if x._dtype is _dt.bool else later - earlier
+    return x
 
 
 # ---------------------------------------------------------------- sorting and searching
@@ -604,6 +660,14 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
     if x.ndim == 0:
         raise ValueError("Expected a tensor of at least one dimension for nonzero. Received: 0-d")
     return tuple(wrap(x, n, _dt.int64) for n in call(x, "nonzero", x._native))
+
+
+def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """How many elements are non-zero (int64), over ``axis`` (every axis by default; an int or
+    a tuple), Array API 2024.12."""
+    x = as_tensor(x)
+    nonzero_mask = x if x._dtype is _dt.bool else x != 0
+    return ops.sum(nonzero_mask, axis=axis, keepdims=keepdims, dtype=_dt.int64)
 
 
 class UniqueAllResult(NamedTuple):
@@ -701,6 +765,37 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     ax = ops._axis(x, axis)
     idx = ops.where(idx < 0, idx + x.shape[ax], idx)  # negative indices count from the end
     return wrap(x, call(x, "take", x._native, idx._native, ax), x._dtype)
+
+
+def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
+    """Elements of ``x`` at integer ``indices`` (negative ones count from the end) along
+    ``axis`` (Array API 2024.12): ``indices`` has ``x``'s rank, and the two broadcast against
+    each other on every other axis."""
+    x = as_tensor(x)
+    idx = as_tensor(indices, x)
+    check_same(x, idx)
+    if idx._dtype.kind not in "iu":
+        raise TypeError(f"Expected integer indices. Received: {idx._dtype}")
+    if idx.ndim != x.ndim or x.ndim == 0:
+        raise ValueError(
+            f"Expected indices with the rank of x (at least 1). Received: indices of shape "
+            f"{idx.shape} for x of shape {x.shape}"
+        )
+    ax = ops._axis(x, axis)
+    off = [s for i, s in enumerate(x.shape) if i != ax]
+    idx_off = [s for i, s in enumerate(idx.shape) if i != ax]
+    try:
+        common = list(np.broadcast_shapes(tuple(off), tuple(idx_off)))
+    except ValueError:
+        raise ValueError(
+            f"Expected x and indices that broadcast on every axis but {ax}. Received: shapes "
+            f"{x.shape} and {idx.shape}"
+        ) from None
+    x = broadcast_to(x, (*common[:ax], x.shape[ax], *common[ax:]))
+    idx = broadcast_to(idx, (*common[:ax], idx.shape[ax], *common[ax:]))
+    idx = ops.astype(idx, _dt.int64, copy=False)
+    idx = ops.where(idx < 0, idx + x.shape[ax], idx)
+    return wrap(x, call(x, "take_along_axis", x._native, idx._native, ax), x._dtype)
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Tensor:

@@ -82,7 +82,7 @@ CAPABILITIES = frozenset(
 Unary = Callable[[Any], Any]
 Binary = Callable[[Any, Any], Any]
 Reduction = Callable[[Any, "tuple[int, ...] | None", bool], Any]
-ArgReduction = Callable[[Any, "int | None", bool], Any]
+ArgReduction = Callable[[Any, "int | None"], Any]
 Joining = Callable[[list, int], Any]
 
 
@@ -130,7 +130,7 @@ class OpTable(Protocol):
     max: Reduction
     min: Reduction
     prod: Reduction
-    argmax: ArgReduction  # (x, axis, keepdims)
+    argmax: ArgReduction  # (x, axis); axis None: the flattened tensor
     argmin: ArgReduction
     reshape: Callable[[Any, tuple[int, ...]], Any]
     permute_dims: Callable[[Any, tuple[int, ...]], Any]
@@ -375,6 +375,11 @@ class AdapterBase:
     move_hint = "Move it to the CPU first."
     #: the op table, set by each adapter (``op_table(...)``)
     ops: OpTable
+    #: the framework's creation functions ``full(shape, value, dtype, device)`` and
+    #: ``empty(shape, dtype, device)``, called with its own dtype and device (None: through
+    #: a host NumPy array)
+    native_full: ClassVar[Callable[..., Any] | None] = None
+    native_empty: ClassVar[Callable[..., Any] | None] = None
 
     if TYPE_CHECKING:  # supplied by every adapter
 
@@ -543,12 +548,20 @@ class AdapterBase:
         """Seed the framework's own generator (dropout, native initialisers)."""
 
     def full(self, shape: tuple[int, ...], value: Any, dt: DType, dev: Device) -> Any:
-        return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+        """A new tensor of ``shape`` filled with ``value``: ``native_full`` for a Python or
+        NumPy scalar where the adapter names one, else through a host NumPy array."""
+        if isinstance(value, np.generic):
+            value = value.item()  # a Python number, which every framework's full takes
+        if self.native_full is None or not isinstance(value, (int, float)):
+            return self.from_numpy(np.full(shape, value, dtype=dt.numpy), dev)
+        return self.native_full(shape, value, self.native_dtype(dt), self.native_device(dev))
 
     def empty(self, shape: tuple[int, ...], dt: DType, dev: Device) -> Any:
         """A new tensor whose values are unspecified: the framework's uninitialised allocation
-        where it has one; zeros here (TensorFlow has no uninitialised tensors)."""
-        return self.full(shape, 0, dt, dev)
+        (``native_empty``) where it has one; zeros otherwise (TensorFlow has none)."""
+        if self.native_empty is None:
+            return self.full(shape, 0, dt, dev)
+        return self.native_empty(shape, self.native_dtype(dt), self.native_device(dev))
 
     def make_variable(self, x: Any) -> Any:
         """A trainable framework variable with its own storage, holding x's values, on x's device."""
@@ -601,6 +614,10 @@ class EagerAutograd:
     def native_module(self, block: Any) -> Any:
         return self.native_block(block)
 
+    def detach(self, x: Any) -> Any:
+        """The same storage outside autograd recording (what ``p.data`` wraps)."""
+        return x.detach()
+
 
 def env_count(name: str, default: int, what: str) -> int:
     """A positive integer from the environment variable ``name`` (``default`` when unset);
@@ -624,20 +641,27 @@ def op_table(
     *namespaces: Any,
     modules: Sequence[Any] = (),
     wrap: Callable[[Any, str], Any] | None = None,
+    reduce: Callable[[Any], Any] | None = None,
     **lowerings: Any,
 ) -> OpTable:
     """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
     the adapter's lowering (``lowerings``, else a function of the op's name in one of the
     adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
-    framework's ``namespaces`` (through ``wrap(fn, name)`` where given), else Python's operator
-    (``PythonOperatorOps``). An op found nowhere is absent: ``missing_members`` names it."""
+    framework's ``namespaces`` (a reduction's made into the ``(x, axis, keepdims)`` op by
+    ``reduce(fn)``, and taken only where ``reduce`` is given), else Python's operator
+    (``PythonOperatorOps``); the last two through ``wrap(fn, name)`` where given. An op found
+    nowhere is absent: ``missing_members`` names it."""
     table = {}
     for name, spec in SPECS.items():
         fn = lowerings.get(name)
         for module in modules:
             fn = getattr(module, name, None) if fn is None else fn
         if fn is None:
-            fn = find_native(namespaces, spec.natives)
+            reducing = spec.args == "(x, axis, keepdims)"
+            fn = None if reducing and reduce is None else find_native(namespaces, spec.natives)
+            fn = reduce(fn) if reducing and fn is not None and reduce is not None else fn
+            if fn is None and wrap and isinstance(vars(PythonOperatorOps).get(name), staticmethod):
+                fn = getattr(PythonOperatorOps, name)
             fn = fn if fn is None or wrap is None else wrap(fn, name)
         if fn is not None:
             table[name] = fn
@@ -650,6 +674,23 @@ def op_table(
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
     # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+def divisor_signed(
+    remainder: Callable[[Any, Any], Any],
+    copysign: Callable[[Any, Any], Any],
+    floating: Callable[[Any], bool],
+) -> Callable[[Any, Any], Any]:
+    """An adapter's floating-point ``remainder(a, b)`` with the sign of ``b`` on every result,
+    zeros included, as the Array API (and Python, and NumPy) has it: the frameworks' kernels
+    give a zero result the sign of ``a`` (``-0.0 % 2`` is -0.0). A non-zero floored remainder
+    already has ``b``'s sign, so ``copysign(r, b)`` changes only the zeros."""
+
+    def op(a: Any, b: Any) -> Any:
+        r = remainder(a, b)
+        return copysign(r, b) if floating(r) else r
+
+    return op
 
 
 def reduction(
@@ -749,7 +790,8 @@ def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
 
 
 class PythonOperatorOps:
-    """Op-table entries that every framework spells with Python operators."""
+    """Op-table entries that every framework spells with Python operators, and the defaults
+    composed from the table's own ops where a framework has no kernel (or an imprecise one)."""
 
     add = staticmethod(operator.add)
     subtract = staticmethod(operator.sub)
@@ -767,3 +809,11 @@ class PythonOperatorOps:
     greater_equal = staticmethod(operator.ge)
     negative = staticmethod(operator.neg)
     getitem = staticmethod(operator.getitem)
+
+    def log_softmax(self, x: Any, axis: int) -> Any:
+        """log(softmax(x)) along ``axis`` as ``s - log(sum(exp(s)))`` with ``s = x - max(x)``
+        (stable: no exp overflows)."""
+        ops = cast(OpTable, self)  # the table this class is the base of
+        axes = (axis,) if len(x.shape) else ()  # a 0-d tensor: its only element
+        s = ops.subtract(x, ops.max(x, axes, True))
+        return ops.subtract(s, ops.log(ops.sum(ops.exp(s), axes, True)))

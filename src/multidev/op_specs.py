@@ -69,17 +69,19 @@ _declare("(x)", "float", "acos|arccos acosh|arccosh asin|arcsin asinh|arcsinh at
 _declare("(x)", "float", "atanh|arctanh cosh sinh tan expm1 log2 log10")
 _declare("(x)", "keep", "floor ceil trunc round sign")
 _declare("(x)", "bool", "isnan|is_nan isinf|is_inf isfinite|is_finite signbit")
-_declare("(x1, x2)", "float", "atan2|arctan2 hypot copysign logaddexp")
+_declare("(x1, x2)", "float", "atan2|arctan2 hypot copysign logaddexp nextafter")
 _declare("(x1, x2)", "int", "bitwise_and bitwise_or bitwise_xor")
 _declare("(x1, x2)", "int", "bitwise_left_shift|left_shift bitwise_right_shift|right_shift")
 _declare("(x)", "int", "bitwise_invert|invert|bitwise_not")
 _declare("(x)", "complex", "real imag conj")  # called only where the backend has "complex"
 _declare("(x1, x2)", "same", "matmul", False)
 _declare("(x1, x2)", "same", "getitem", False)  # (x, key): ints, slices, None, ..., tensors
-# reductions: axis None reduces every axis, () none
-_declare("(x, axis, keepdims)", "keep", "sum max min prod all any", False)
-_declare("(x, axis, keepdims)", "float", "mean", False)
-_declare("(x, axis, keepdims)", "index", "argmax argmin", False)  # axis: int or None
+# reductions: axis None reduces every axis, () none; a native found by name is made into the
+# (x, axis, keepdims) op by the adapter's ``reduce`` (``contract.op_table``)
+_declare("(x, axis, keepdims)", "keep", "sum|reduce_sum max|reduce_max min|reduce_min")
+_declare("(x, axis, keepdims)", "keep", "prod|reduce_prod all|reduce_all any|reduce_any")
+_declare("(x, axis, keepdims)", "float", "mean|reduce_mean")
+_declare("(x, axis)", "index", "argmax argmin", False)  # axis: int or None (the core keeps dims)
 # shape, joining, selection
 _declare("(x, shape)", "keep", "reshape")
 _declare("(x, axes)", "keep", "permute_dims|permute|transpose flip")
@@ -89,11 +91,13 @@ _declare("(x, min, max)", "keep", "clip", False)
 _declare("(x, axis)", "float", "softmax log_softmax")
 _declare("(x, dtype)", "keep", "astype", False)
 _declare("(x, axis)", "keep", "cumulative_sum", False)
+_declare("(x, axis)", "keep", "cumulative_prod|cumprod")
 _declare("(x, axis, descending)", "keep", "sort", False)
 _declare("(x, axis, descending)", "index", "argsort", False)
 _declare("(x1, x2, side)", "index", "searchsorted", False)
 _declare("(x)", "index", "nonzero", False)
 _declare("(x, indices, axis)", "keep", "take", False)
+_declare("(x, indices, axis)", "keep", "take_along_axis|take_along_dim")  # shapes equal off axis
 _declare("(x, shifts, axes)", "keep", "roll")
 _declare("(x, shape)", "keep", "broadcast_to", False)
 _declare("(x, repeats, axis)", "keep", "repeat", False)

@@ -8,7 +8,20 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from . import dtypes as _dt
-from .dispatch import ARITH, as_tensor, binop, call, cast, check_same, floating, to, unop, wrap
+from .dispatch import (
+    ARITH,
+    SCALARS,
+    as_tensor,
+    asarray,
+    binop,
+    call,
+    cast,
+    check_same,
+    floating,
+    to,
+    unop,
+    wrap,
+)
 from .tensors import Tensor
 
 __all__ = [
@@ -90,36 +103,45 @@ def _axis(x: Tensor, axis: int) -> int:
 # ---------------------------------------------------------------- elementwise
 
 
+def _lhs(x: Any, y: Any) -> Tensor:
+    """The left operand ``x`` of a binary function as a Tensor: a Python scalar beside a
+    tensor ``y`` takes ``y``'s dtype by the scalar rule (``add(2, y)`` is ``y``'s dtype, as
+    ``y + 2`` is; Array API 2024.12)."""
+    if type(x) in SCALARS and isinstance(y, Tensor):
+        return asarray(x, dtype=_dt.scalar_result_type(y._dtype, x), device=y.device)
+    return as_tensor(x, y if isinstance(y, Tensor) else None)
+
+
 def add(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) + y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) + y
 
 
 def subtract(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) - y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) - y
 
 
 def multiply(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) * y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) * y
 
 
 def divide(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) / y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) / y
 
 
 def pow(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) ** y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) ** y
 
 
 def equal(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) == y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) == y
 
 
 def less(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) < y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) < y
 
 
 def greater(x, y) -> Tensor:
-    return (x if isinstance(x, Tensor) else as_tensor(x)) > y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) > y
 
 
 def negative(x) -> Tensor:
@@ -135,12 +157,12 @@ def abs(x) -> Tensor:
 
 
 def maximum(x, y) -> Tensor:
-    x = as_tensor(x)
+    x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "maximum", ARITH)
 
 
 def minimum(x, y) -> Tensor:
-    x = as_tensor(x)
+    x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "minimum", ARITH)
 
 
@@ -203,10 +225,17 @@ def where(condition, x, y) -> Tensor:
     if cond._dtype is not _dt.bool:
         raise TypeError(f"Expected a bool condition. Received: {cond._dtype}")
     ref = x if isinstance(x, Tensor) else (y if isinstance(y, Tensor) else cond)
+    scalar_x, scalar_y = type(x) in SCALARS, type(y) in SCALARS
+    x_value, y_value = x, y
     x, y = as_tensor(x, ref), as_tensor(y, ref)
     check_same(cond, x)
     check_same(cond, y)
-    dt = _dt.result_type(x._dtype, y._dtype)
+    if scalar_x and not scalar_y:  # a Python scalar takes the tensor's dtype, as in x + 1
+        dt = _dt.scalar_result_type(y._dtype, x_value)
+    elif scalar_y and not scalar_x:
+        dt = _dt.scalar_result_type(x._dtype, y_value)
+    else:
+        dt = _dt.result_type(x._dtype, y._dtype)
     xn = x._native if x._dtype is dt else call(x, "astype", x._native, dt)
     yn = y._native if y._dtype is dt else call(y, "astype", y._native, dt)
     return wrap(cond, call(cond, "where", cond._native, xn, yn), dt)
@@ -280,20 +309,27 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:
     return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
-def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    """Index of the largest element (first one on ties), as int64."""
+def _arg_reduction(name: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
+    """The op ``name`` (argmax, argmin) over ``axis`` (None: the flattened tensor) as int64;
+    with ``keepdims`` the reduced axes stay with length 1 (the adapters' ops drop them)."""
     x = as_tensor(x)
-    _nonempty(x, "argmax", axis)
+    _nonempty(x, name, axis)
     ax = None if axis is None else _axis(x, axis)
-    out = call(x, "argmax", x._native, ax, keepdims)
+    out = call(x, name, x._native, ax)
+    if keepdims:
+        kept = tuple(1 if ax is None or i == ax else n for i, n in enumerate(x.shape))
+        out = call(x, "reshape", out, kept)
     return wrap(x, out, _dt.int64)
 
 
+def argmax(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the largest element (first one on ties), as int64."""
+    return _arg_reduction("argmax", x, axis, keepdims)
+
+
 def argmin(x, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    x = as_tensor(x)
-    _nonempty(x, "argmin", axis)
-    ax = None if axis is None else _axis(x, axis)
-    return wrap(x, call(x, "argmin", x._native, ax, keepdims), _dt.int64)
+    """Index of the smallest element (first one on ties), as int64."""
+    return _arg_reduction("argmin", x, axis, keepdims)
 
 
 # ---------------------------------------------------------------- shapes

@@ -14,10 +14,11 @@ from .. import registry
 from ..dispatch import new_tensor as _new_tensor
 from ..tensors import Tensor
 
-__all__ = ["NativeBlockMixin", "call", "call_native", "mirror", "native_module"]
+__all__ = ["NativeBlockMixin", "adapter_of", "call", "call_native", "mirror", "native_module"]
 
 
-def _adapter(block: Any) -> Any:
+def adapter_of(block: Any) -> Any:
+    """The adapter of ``block``'s parameters (the current backend's for a Block without any)."""
     for p in block.parameters():
         return p._bk
     return registry.current()
@@ -41,7 +42,7 @@ def native_module(block: Any) -> Any:
             f"with uninitialised parameters {uninitialised} (lazy layers). Run a forward pass "
             "first (e.g. net(X)) so that their shapes are known."
         )
-    bk = _adapter(block)
+    bk = adapter_of(block)
     build = getattr(bk, "native_module", None)
     if build is None:
         raise TypeError(
@@ -149,7 +150,7 @@ def _unwrap(x: Any) -> Any:
 def call(block: Any, args: tuple, kwargs: dict) -> Any:
     """Run ``block`` on native tensors (also inside lists, tuples and dicts) and return
     native tensors in the same structure as its output."""
-    bk = _adapter(block)
+    bk = adapter_of(block)
     return _unwrap(block(*_wrap(bk, args), **_wrap(bk, kwargs)))
 
 
