@@ -140,6 +140,11 @@ def _multiply(a, b):
     return a * b
 
 
+# two arrays of one dtype need no wrapper: the core's operators call MXNet's own + and *
+_add.plain, _add.plain_dtypes = operator.add, frozenset(_dt.ALL)  # type: ignore[attr-defined]
+_multiply.plain, _multiply.plain_dtypes = operator.mul, frozenset(_dt.ALL)  # type: ignore[attr-defined]
+
+
 def _pow(a, b):
     out = a**b
     like = b if isinstance(a, _SCALARS) else a

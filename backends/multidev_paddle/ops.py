@@ -52,6 +52,8 @@ _WIDER = {
     _dt.int16: _INT32,
     _dt.bool: _INT32,
 }
+#: the dtypes no op widens: ``_wide``'s ops on them are the framework's own
+_PLAIN_DTYPES = frozenset({_dt.float32, _dt.float64})
 #: the same for ops that NumPy and PyTorch do not define on bool (``-``, ``//``, ``%``, ``**``)
 _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
 _NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
@@ -106,6 +108,8 @@ def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int |
             return widen(args, dt, w)
 
     op.__name__ = name
+    # Paddle has every kernel for float32 and float64: the core's operators call fn directly
+    op.plain, op.plain_dtypes = fn, _PLAIN_DTYPES  # type: ignore[attr-defined]
     return op
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import creation, methods, ops, registry
 from . import dtypes as _dt
 from .device import Device
-from .dispatch import as_tensor, call, cast, check_same, floating, wrap
+from .dispatch import as_tensor, call, cast, check_same, floating, new_tensor, wrap
 from .tensors import Tensor
 
 __array_api_version__ = "2023.12"
@@ -1049,7 +1049,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
         # from_dlpack is one of the array-API lowerings, outside the OpTable protocol
         array_ops: Any = bk.ops
         native = array_ops.from_dlpack(x)
-    t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
+    t = new_tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
     return t if device is None else t.to(device, copy=builtins.bool(copy))
 
 

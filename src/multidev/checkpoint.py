@@ -36,6 +36,7 @@ from . import dtypes as _dt
 from . import registry
 from .contract import ArrayLimits
 from .device import as_device, check_available, default_device
+from .dispatch import new_tensor
 from .errors import CheckpointError
 from .tensors import Tensor
 
@@ -541,7 +542,7 @@ def _to_backend(arr: np.ndarray, e: st.Entry, bk: Any, dev: Any, path) -> Tensor
             f"the {bk.name} backend could not hold tensor {e.name!r} ({e.dtype.name}, shape "
             f"{_short(e.shape)}): {type(exc).__name__}: {str(exc)[:300]}",
         ) from exc
-    return Tensor(native, bk, dev, e.dtype)
+    return new_tensor(native, bk, dev, e.dtype)
 
 
 class _open_regular:

@@ -21,7 +21,7 @@ from . import ops, registry
 from . import random as _random
 from .creation import as_leaf, asarray, normalize_shape, zeros
 from .device import Device, as_device, cpu, gpu
-from .dispatch import as_tensor, check_same, device_for, from_host
+from .dispatch import as_tensor, check_same, device_for, from_host, new_tensor
 from .tensors import Tensor
 
 __all__ = [
@@ -211,7 +211,7 @@ def _view(self: Tensor, *shape: Any) -> Tensor:
 def _detach(self: Tensor) -> Tensor:
     """A tensor sharing this one's storage, outside gradient recording."""
     bk = self._bk
-    return Tensor(bk.detach(self._native), bk, self._dev, self._dtype)
+    return new_tensor(bk.detach(self._native), bk, self._dev, self._dtype)
 
 
 def _clone(self: Tensor) -> Tensor:

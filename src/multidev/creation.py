@@ -15,7 +15,7 @@ from . import dtypes as _dt
 from . import random as _random
 from . import registry
 from .device import Device
-from .dispatch import asarray, device_for, from_host
+from .dispatch import asarray, device_for, from_host, new_tensor
 from .tensors import Tensor
 
 __all__ = [
@@ -145,7 +145,7 @@ def full(
     dev = device_for(bk, device)
     shape = normalize_shape(shape)
     _check_bytes(shape, dt, dev)
-    return as_leaf(Tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
+    return as_leaf(new_tensor(bk.full(shape, fill_value, dt, dev), bk, dev, dt), requires_grad)
 
 
 def _shape_or_sizes(shape: Any, sizes: tuple, size: Any) -> tuple[int, ...]:
@@ -197,7 +197,7 @@ def empty(
     dev = device_for(bk, device)
     shape = _shape_or_sizes(shape, sizes, size)
     _check_bytes(shape, dt, dev)
-    return Tensor(bk.empty(shape, dt, dev), bk, dev, dt)
+    return new_tensor(bk.empty(shape, dt, dev), bk, dev, dt)
 
 
 def full_like(

@@ -7,7 +7,9 @@ and wraps the result (``wrap``). ``tensors``, ``ops``, ``creation``, ``autograd`
 stand on it; ``multidev.methods`` attaches the operators built here to ``Tensor``.
 
 The hot path (Python operators) checks backend and device by identity, and the device and
-dtype of the result are known without asking the framework.
+dtype of the result are known without asking the framework. Each adapter's tensors are one
+subclass of ``Tensor`` (``tensor_class``, made by ``new_tensor``) whose operators have the
+adapter's ops bound in: the class itself stands for the backend.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ __all__ = [
     "getitem",
     "make_operator",
     "native_key",
+    "new_tensor",
     "on",
     "operands",
     "rbinop",
     "setitem",
+    "tensor_class",
     "to",
     "to_backend",
     "to_device",
@@ -76,7 +80,7 @@ def device_for(bk: Any, device: Any) -> Device:
 
 def from_host(bk: Any, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
     """A Tensor of ``bk`` on ``dev`` holding the host array ``arr`` (of dtype ``dt``)."""
-    return Tensor(bk.from_numpy(arr, dev), bk, dev, dt)
+    return new_tensor(bk.from_numpy(arr, dev), bk, dev, dt)
 
 
 def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
@@ -89,7 +93,7 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
 def wrap(x: Tensor, native: Any, dtype: _dt.DType | None = None) -> Tensor:
     """A native result of an op on ``x`` as a Tensor on x's backend and device."""
     bk = x._bk
-    return Tensor(native, bk, x._dev, bk.dtype_of(native) if dtype is None else dtype)
+    return new_tensor(native, bk, x._dev, bk.dtype_of(native) if dtype is None else dtype)
 
 
 def call(x: Tensor, name: str, *args: Any) -> Any:
@@ -127,7 +131,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     if bk.tensor_types and isinstance(obj, bk.tensor_types):
         native = obj
         dev = bk.device_of(native)
-        t = Tensor(native, bk, dev, bk.dtype_of(native))
+        t = new_tensor(native, bk, dev, bk.dtype_of(native))
         return asarray(t, dtype=dt, device=device, copy=copy)
     dev = device_for(bk, device)
     if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
@@ -183,9 +187,9 @@ def to(self: Tensor, device: Any = None, dtype: Any = None, *, copy: bool = Fals
         return t
     bk = t._bk
     if dev is t._dev:  # a copy where the tensor already is
-        return Tensor(on(bk, dev, bk.ops.copy, t._native), bk, dev, t._dtype)
+        return new_tensor(on(bk, dev, bk.ops.copy, t._native), bk, dev, t._dtype)
     check_available(bk, dev)
-    return Tensor(bk.to_device(t._native, dev), bk, dev, t._dtype)
+    return new_tensor(bk.to_device(t._native, dev), bk, dev, t._dtype)
 
 
 def to_device(self: Tensor, device: Any, /, *, stream: Any = None) -> Tensor:
@@ -201,12 +205,12 @@ def to_backend(self: Tensor, name: str) -> Tensor:
     if "dlpack" in self._bk.capabilities and "dlpack" in target.capabilities:
         try:
             native = typing.cast(DLPack, target).from_dlpack(self._native)
-            return Tensor(native, target, target.device_of(native), self._dtype)
+            return new_tensor(native, target, target.device_of(native), self._dtype)
         except Exception:  # framework pair without a working DLPack path: go through host
             pass
     dev = self._dev if self._dev in target.device_set() else target.default_device()
     arr = np.ascontiguousarray(self.numpy())
-    return Tensor(target.from_numpy(arr, dev), target, dev, self._dtype)
+    return new_tensor(target.from_numpy(arr, dev), target, dev, self._dtype)
 
 
 def getitem(self: Tensor, key: Any) -> Tensor:
@@ -217,7 +221,7 @@ def getitem(self: Tensor, key: Any) -> Tensor:
     except Exception:
         check_index_count(self, key)
         raise
-    return Tensor(native, bk, self._dev, self._dtype)
+    return new_tensor(native, bk, self._dev, self._dtype)
 
 
 def setitem(self: Tensor, key: Any, value: Any) -> None:
@@ -313,7 +317,8 @@ def _result_dtype(dt: _dt.DType, kind: int) -> _dt.DType:
 def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     bk = x._bk
     dev = x._dev
-    if type(y) is Tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
+    tensor = type(y) is Tensor or type(y) is _CLASSES.get(bk)
+    if tensor and y._dtype is x._dtype and y._bk is bk and y._dev is dev:
         dt = x._dtype  # fast path: same dtype, device and backend
         a, b = x._native, y._native
         if kind == DIV and dt.kind not in "fc":
@@ -328,7 +333,7 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
             out = fn(a, b)
     else:
         out = fn(a, b)
-    return Tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
+    return new_tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
 #: the dtypes whose ``/`` (floating) and ``&``/``|`` (bool) need no promotion
@@ -359,7 +364,7 @@ def make_operator(name: str, kind: int):
         is_cmp = kind == CMP
 
         def operator(self, other):
-            if type(other) is Tensor:
+            if type(other) is Tensor or type(other) is _CLASSES.get(self._bk):
                 bk = self._bk
                 dev = self._dev
                 dt = self._dtype
@@ -369,7 +374,7 @@ def make_operator(name: str, kind: int):
                     and other._dtype is dt
                     and dev not in bk.scoped_devices
                 ):
-                    out = _new(Tensor)
+                    out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
                     out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
@@ -382,7 +387,7 @@ def make_operator(name: str, kind: int):
     else:
 
         def operator(self, other):
-            if type(other) is Tensor:
+            if type(other) is Tensor or type(other) is _CLASSES.get(self._bk):
                 bk = self._bk
                 dev = self._dev
                 dt = self._dtype
@@ -393,7 +398,7 @@ def make_operator(name: str, kind: int):
                     and dt in _FAST_DTYPES[kind]
                     and dev not in bk.scoped_devices
                 ):
-                    out = _new(Tensor)
+                    out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
                     out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
                         self._native, other._native
                     )
@@ -406,6 +411,7 @@ def make_operator(name: str, kind: int):
     def reflected(self, other):
         return rbinop(self, other, name, kind)
 
+    operator.binary_op = (name, kind)  # type: ignore[attr-defined]  # read by tensor_class
     return operator, reflected
 
 
@@ -429,6 +435,134 @@ COMPARISONS = {
     "gt": "greater",
     "ge": "greater_equal",
 }
+
+
+# ---------------------------------------------------------------- per-backend Tensor classes
+#: adapter -> its Tensor class (``tensor_class``); a module global, as ``_NATIVE_OPS``
+_CLASSES: dict[Any, type[Tensor]] = {}
+
+
+def new_tensor(native: Any, bk: Any, dev: Device, dtype: _dt.DType) -> Tensor:
+    """A Tensor holding ``native`` of adapter ``bk``, made as ``bk``'s own class (whose
+    operators have ``bk``'s ops bound in) without calling ``Tensor.__init__``. ``Tensor(...)``
+    gives the same tensor as the plain class, whose operators look the op up per call."""
+    try:
+        cls = bk.md_tensor_class
+    except AttributeError:
+        cls = tensor_class(bk)
+    out = _new(cls)
+    out._native = native
+    out._bk = bk
+    out._dev = dev
+    out._dtype = dtype
+    return out
+
+
+def _as_plain(self: Tensor) -> tuple[Any, tuple[Any, ...]]:
+    """Pickle and copy a backend's Tensor as a plain ``Tensor`` (the backend classes are made
+    at run time and cannot be imported by name)."""
+    return Tensor, (self._native, self._bk, self._dev, self._dtype)
+
+
+def tensor_class(bk: Any) -> type[Tensor]:
+    """The subclass of ``Tensor`` that ``new_tensor`` makes for adapter ``bk`` (made on first
+    use): its binary operators and comparisons have bk's native ops bound in, and
+    ``type(other) is type(self)`` stands for the same-backend check."""
+    cls = _CLASSES.get(bk) or vars(type(bk)).get("md_tensor_class")
+    if cls is not None:
+        _CLASSES[bk] = cls
+        return cls
+    body = {
+        "__slots__": (),
+        "__module__": Tensor.__module__,
+        "__qualname__": Tensor.__qualname__,
+        "__doc__": Tensor.__doc__,
+        "__reduce__": _as_plain,
+    }
+    cls = typing.cast("type[Tensor]", type(Tensor.__name__, (Tensor,), body))
+    # set after the class is made, as on Tensor: a class body holding __eq__ loses __hash__;
+    # only the operators Tensor has from make_operator (array_api gives & and | its own)
+    for attr, fn in vars(Tensor).items():
+        op = getattr(fn, "binary_op", None)
+        if op is not None:
+            setattr(cls, attr, _bound_operator(cls, bk, attr, *op))
+    # also an attribute of the adapter's class (not of the adapter, which then pickles as
+    # before): torch.compile reconstructs a Tensor that leaves a compiled function from its
+    # class's source, which a read through the adapter gives
+    type(bk).md_tensor_class = cls
+    _CLASSES[bk] = cls
+    return cls
+
+
+def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int):
+    """``cls``'s dunder for one binary operator: for two tensors of ``cls`` (one backend) on
+    one device with one dtype, the adapter's op runs directly and the result is made without
+    ``Tensor.__init__``; everything else goes through ``binop``.
+
+    An adapter op may carry ``plain`` and ``plain_dtypes``: the same op without the adapter's
+    wrapper, valid for two operands of one of those dtypes (Paddle's ops widen dtypes that
+    lack a kernel; float32 never needs it). The closures hold the class, the op and plain
+    constants; the adapter is read from ``self`` (torch.compile cannot trace an adapter held
+    in a closure cell), so that torch.compile inlines them without a graph break."""
+    fn = getattr(bk.ops, name)
+    plain = getattr(fn, "plain", None)
+    dtypes = frozenset(_dt.ALL if kind in (ARITH, CMP) else _FAST_DTYPES[kind])
+    fns = {dt: fn for dt in dtypes}
+    if plain is not None:
+        fns.update((dt, plain) for dt in dtypes & fn.plain_dtypes)
+    is_cmp = kind == CMP
+    scoped = bk.scoped_devices
+    one = {id(f) for f in fns.values()}
+    if len(dtypes) == len(_dt.ALL) and len(one) == 1 and not scoped:
+        fn = fns[_dt.float32]
+
+        def operator(self, other):
+            if type(other) is cls:
+                dt = self._dtype
+                dev = self._dev
+                if other._dtype is dt and other._dev is dev:
+                    out = _new(type(self))
+                    out._native = fn(self._native, other._native)
+                    out._bk = self._bk
+                    out._dev = dev
+                    out._dtype = _BOOL if is_cmp else dt
+                    return out
+            return binop(self, other, name, kind)
+
+    elif plain is None and not scoped:
+        # ``/`` and ``&``/``|``: the dtypes that need no promotion, read as on Tensor
+        def operator(self, other):
+            if type(other) is cls:
+                dt = self._dtype
+                dev = self._dev
+                if other._dtype is dt and other._dev is dev and dt in _FAST_DTYPES[kind]:
+                    out = _new(type(self))
+                    out._native = fn(self._native, other._native)
+                    out._bk = self._bk
+                    out._dev = dev
+                    out._dtype = dt
+                    return out
+            return binop(self, other, name, kind)
+
+    else:
+        fast = fns.get
+
+        def operator(self, other):
+            if type(other) is cls:
+                dt = self._dtype
+                dev = self._dev
+                f = fast(dt)
+                if other._dtype is dt and other._dev is dev and f is not None and dev not in scoped:
+                    out = _new(type(self))
+                    out._native = f(self._native, other._native)
+                    out._bk = self._bk
+                    out._dev = dev
+                    out._dtype = _BOOL if is_cmp else dt
+                    return out
+            return binop(self, other, name, kind)
+
+    operator.__name__ = operator.__qualname__ = attr
+    return operator
 
 
 def _logic(x: Tensor, name: str, dt: _dt.DType, other: Any) -> tuple[str, Any]:
@@ -456,7 +590,7 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
         # its own (TensorFlow makes 0 an int32 whatever the other operand is)
         b = bk.full((), b, dt, x._dev)
     out = on(bk, x._dev, getattr(bk.ops, name), b, a)
-    return Tensor(out, bk, x._dev, _result_dtype(dt, kind))
+    return new_tensor(out, bk, x._dev, _result_dtype(dt, kind))
 
 
 #: unary ops that are the identity on bool and unsigned input (``|x|``, ``max(x, 0)``): the
@@ -476,7 +610,7 @@ def unop(x: Tensor, name: str) -> Tensor:
                 "Expected a numeric tensor for unary -. Received: a bool tensor. "
                 "Invert a mask with ~x (logical_not) instead."
             )
-    return Tensor(on(bk, x._dev, getattr(bk.ops, name), x._native), bk, x._dev, x._dtype)
+    return new_tensor(on(bk, x._dev, getattr(bk.ops, name), x._native), bk, x._dev, x._dtype)
 
 
 def native_key(x: Tensor, key: Any) -> Any:

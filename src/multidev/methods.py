@@ -48,7 +48,7 @@ def _deepcopy(self: Tensor, memo: dict[int, Any]) -> Tensor:
     (nothing framework-specific is pickled)."""
     bk = self._bk
     native = dispatch.on(bk, self._dev, bk.ops.copy, self._native)
-    out = Tensor(native, bk, self._dev, self._dtype)
+    out = dispatch.new_tensor(native, bk, self._dev, self._dtype)
     memo[id(self)] = out
     return out
 

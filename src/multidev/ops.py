@@ -113,35 +113,35 @@ def _lhs(x: Any, y: Any) -> Tensor:
 
 
 def add(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) + y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) + y
 
 
 def subtract(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) - y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) - y
 
 
 def multiply(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) * y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) * y
 
 
 def divide(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) / y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) / y
 
 
 def pow(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) ** y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) ** y
 
 
 def equal(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) == y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) == y
 
 
 def less(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) < y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) < y
 
 
 def greater(x, y) -> Tensor:
-    return (x if type(x) is Tensor else _lhs(x, y)) > y
+    return (x if isinstance(x, Tensor) else _lhs(x, y)) > y
 
 
 def negative(x) -> Tensor:
@@ -157,12 +157,12 @@ def abs(x) -> Tensor:
 
 
 def maximum(x, y) -> Tensor:
-    x = x if type(x) is Tensor else _lhs(x, y)
+    x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "maximum", ARITH)
 
 
 def minimum(x, y) -> Tensor:
-    x = x if type(x) is Tensor else _lhs(x, y)
+    x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "minimum", ARITH)
 
 

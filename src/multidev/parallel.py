@@ -21,6 +21,7 @@ from typing import Any
 
 from . import registry
 from .device import Device, as_device, check_available, try_all_gpus
+from .dispatch import new_tensor
 from .dispatch import on as _on
 from .errors import DeviceError
 from .nn.module import Block
@@ -220,7 +221,7 @@ class DataParallel(Block):
             out = rep(*(s[i] for s in shards))
             if out._dev is not devs[0]:
                 native = _broadcast_copy(out._bk, out._native, devs[0])
-                out = Tensor(native, out._bk, devs[0], out._dtype)
+                out = new_tensor(native, out._bk, devs[0], out._dtype)
             outs.append(out)
         return concat(outs, axis=0)
 

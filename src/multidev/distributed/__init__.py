@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import registry
 from ..device import Device
+from ..dispatch import new_tensor as _new_tensor
 from ..errors import BackendError
 from ..tensors import Tensor
 from .ddp import DistributedDataParallel
@@ -209,7 +210,7 @@ def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
         raise ValueError(f"Expected op 'sum' or 'mean'. Received: {op!r}")
     g = group()
     native = g.all_reduce(t._native)
-    out = Tensor(native, t._bk, t._dev, t._dtype)
+    out = _new_tensor(native, t._bk, t._dev, t._dtype)
     if op == "mean":
         out = out / g.world_size
     if out._native is not t._native:
@@ -225,7 +226,7 @@ def broadcast(tensor: Tensor, src: int = 0) -> Tensor:
         raise ValueError(f"Expected src in [0, {g.world_size}). Received: {src}")
     native = g.broadcast(t._native, src)
     if native is not t._native:
-        t[...] = Tensor(native, t._bk, t._dev, t._dtype)
+        t[...] = _new_tensor(native, t._bk, t._dev, t._dtype)
     return t
 
 

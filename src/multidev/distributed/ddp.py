@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import autograd
+from ..dispatch import new_tensor as _new_tensor
 from ..nn.module import Block
 from ..nn.native import call_native, native_module
 from ..ops import concat, reshape
@@ -96,7 +97,9 @@ class DistributedDataParallel(Block):
 
         expected = mine * g.world_size
         probe = asarray(mine.copy(), device=g.device)
-        total = np.asarray(Tensor(g.all_reduce(probe._native), probe._bk, g.device, probe._dtype))
+        total = np.asarray(
+            _new_tensor(g.all_reduce(probe._native), probe._bk, g.device, probe._dtype)
+        )
         if not np.array_equal(total, expected):
             raise DistributedError(
                 "Expected every rank to build the same model. Received: ranks whose parameters "
@@ -114,11 +117,11 @@ class DistributedDataParallel(Block):
                 data = p.data
                 native = g.broadcast(data._native, 0)
                 if native is not data._native:
-                    p.data = Tensor(native, data._bk, data._dev, data._dtype)
+                    p.data = _new_tensor(native, data._bk, data._dev, data._dtype)
             for b in self.module.buffers():
                 native = g.broadcast(b._native, 0)
                 if native is not b._native:
-                    b[...] = Tensor(native, b._bk, b._dev, b._dtype)
+                    b[...] = _new_tensor(native, b._bk, b._dev, b._dtype)
 
     def _native_wrapper(
         self, named: list[tuple[str, Any]], bucket_cap_mb: float, find_unused: bool
@@ -173,14 +176,14 @@ class DistributedDataParallel(Block):
                 if means is not None:
                     for p, x, m in zip(bucket, natives, means, strict=True):
                         if m is not x:
-                            p.grad = Tensor(m, p._bk, p._dev, p._dtype)
+                            p.grad = _new_tensor(m, p._bk, p._dev, p._dtype)
                     continue
                 grads = []
                 for p in bucket:
                     grad = p.grad
                     grads.append(reshape(zeros_like(p.data) if grad is None else grad, (-1,)))
                 flat = grads[0] if len(grads) == 1 else concat(grads, axis=0)
-                summed = Tensor(g.all_reduce(flat._native), flat._bk, flat._dev, flat._dtype)
+                summed = _new_tensor(g.all_reduce(flat._native), flat._bk, flat._dev, flat._dtype)
                 mean = summed / g.world_size
                 start = 0
                 for p in bucket:

@@ -10,6 +10,7 @@ from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
+from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..dispatch import unop as _unop
 from ..dispatch import wrap as _wrap
@@ -175,7 +176,7 @@ def linear(x, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if err is None:
             raise
         raise err from e
-    return Tensor(out, bk, dev, dt)
+    return _new_tensor(out, bk, dev, dt)
 
 
 # ---------------------------------------------------------------- dropout
@@ -197,7 +198,7 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
         return x * 0.0
     mask = dropout_mask(x.shape, p, x._dtype.numpy)
     bk = x._bk
-    m = Tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
+    m = _new_tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
     return x * m
 
 

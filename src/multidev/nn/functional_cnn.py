@@ -37,6 +37,7 @@ from ..dispatch import call as _call
 from ..dispatch import cast as _cast
 from ..dispatch import check_same as _check_same
 from ..dispatch import from_host as _from_host
+from ..dispatch import new_tensor as _new_tensor
 from ..tensors import Tensor
 
 __all__ = [
@@ -88,7 +89,7 @@ def _operands(x: Any, *others: Tensor | None) -> tuple[Tensor, list[Any], _dt.DT
 
 
 def _out(x: Tensor, native: Any, dt: _dt.DType) -> Tensor:
-    return Tensor(native, x._bk, x._dev, dt)
+    return _new_tensor(native, x._bk, x._dev, dt)
 
 
 def _check_ndim(x: Tensor, ndim: int, what: str, fn: str) -> None:

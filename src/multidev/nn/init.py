@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dispatch import new_tensor as _new_tensor
 from ..random import host_normal, host_uniform
 from ..tensors import Tensor
 from .parameter import UninitializedParameter
@@ -121,7 +122,7 @@ def _init(
         _write_host(t, values)
     else:
         bk = t._bk
-        t[...] = Tensor(bk.full(t.shape, values, t._dtype, t._dev), bk, t._dev, t._dtype)
+        t[...] = _new_tensor(bk.full(t.shape, values, t._dtype, t._dev), bk, t._dev, t._dtype)
     return t
 
 
@@ -129,7 +130,7 @@ def _write_host(t: Tensor, values: np.ndarray) -> None:
     dt = t._dtype
     arr = values if values.dtype == dt.numpy else values.astype(dt.numpy)
     bk = t._bk
-    t[...] = Tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
+    t[...] = _new_tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
 
 
 def _floating(t: Any, name: str) -> None:

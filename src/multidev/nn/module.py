@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import as_device, check_available
+from ..dispatch import new_tensor as _new_tensor
 from ..errors import StateDictError
 from ..jit import Jitted
 from ..tensors import Tensor
@@ -616,7 +617,7 @@ def _as_like(target: Tensor, value: Any) -> Tensor:
         t = t.to(target._dev)
         return t if t._dtype is target._dtype else t.astype(target._dtype)
     arr = np.ascontiguousarray(np.asarray(value), dtype=target._dtype.numpy)
-    return Tensor(bk.from_numpy(arr, target._dev), bk, target._dev, target._dtype)
+    return _new_tensor(bk.from_numpy(arr, target._dev), bk, target._dev, target._dtype)
 
 
 class Sequential(Block):

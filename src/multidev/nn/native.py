@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import registry
+from ..dispatch import new_tensor as _new_tensor
 from ..tensors import Tensor
 
 __all__ = ["NativeBlockMixin", "adapter_of", "call", "call_native", "mirror", "native_module"]
@@ -126,7 +127,7 @@ class NativeBlockMixin:
 
 def _wrap(bk: Any, x: Any) -> Any:
     if isinstance(x, bk.tensor_types):
-        return Tensor(x, bk, bk.device_of(x), bk.dtype_of(x))
+        return _new_tensor(x, bk, bk.device_of(x), bk.dtype_of(x))
     if isinstance(x, (list, tuple)):
         items = [_wrap(bk, v) for v in x]
         return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)

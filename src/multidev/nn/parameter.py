@@ -25,6 +25,7 @@ from .. import registry
 from ..device import as_device, check_available
 from ..dispatch import asarray
 from ..dispatch import device_for as _device
+from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..errors import DeferredInitializationError
 from ..tensors import Tensor
@@ -81,7 +82,7 @@ class Parameter(Tensor):
         """A Tensor sharing this parameter's storage, outside autograd recording; write into it
         to change the parameter (``p.data[:] += 1``)."""
         bk = self._bk
-        return Tensor(bk.detach(self._native), bk, self._dev, self._dtype)
+        return _new_tensor(bk.detach(self._native), bk, self._dev, self._dtype)
 
     @data.setter
     def data(self, value: Any) -> None:
@@ -275,10 +276,10 @@ def same_backend(p: Parameter, value: Any) -> Tensor:
         t = value if value._bk is bk else value.to_backend(bk.name)
     elif bk.tensor_types and isinstance(value, bk.tensor_types):
         native = value
-        t = Tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
+        t = _new_tensor(native, bk, bk.device_of(native), bk.dtype_of(native))
     else:
         arr = np.ascontiguousarray(np.asarray(value), dtype=p._dtype.numpy)
-        t = Tensor(bk.from_numpy(arr, p._dev), bk, p._dev, p._dtype)
+        t = _new_tensor(bk.from_numpy(arr, p._dev), bk, p._dev, p._dtype)
     if t._dtype is not p._dtype:
         t = t.astype(p._dtype)
     return t

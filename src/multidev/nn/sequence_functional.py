@@ -21,6 +21,7 @@ from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
+from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..dispatch import wrap as _wrap
 from ..random import dropout_mask
@@ -60,7 +61,7 @@ def _host(arr: np.ndarray, like: Tensor) -> Tensor:
     """A host array as a Tensor on ``like``'s backend and device, in ``like``'s dtype."""
     bk, dev = like._bk, like._dev
     arr = arr.astype(like._dtype.numpy, copy=False)
-    return Tensor(_on(bk, dev, bk.from_numpy, arr, dev), bk, dev, like._dtype)
+    return _new_tensor(_on(bk, dev, bk.from_numpy, arr, dev), bk, dev, like._dtype)
 
 
 def _op(x: Tensor, name: str, *args: Any) -> Tensor:
@@ -177,7 +178,7 @@ def layer_norm(
     w = ops.reshape(weight, (n,)) if weight is not None else _host(np.ones(n), x)
     b = ops.reshape(bias, (n,)) if bias is not None else _host(np.zeros(n), x)
     out = _on(bk, x._dev, bk.ops.layer_norm, x2._native, w._native, b._native, float(eps))
-    y = Tensor(out, bk, x._dev, x._dtype)
+    y = _new_tensor(out, bk, x._dev, x._dtype)
     return ops.reshape(y, x.shape) if k != 1 else y
 
 
@@ -255,7 +256,7 @@ def scaled_dot_product_attention(
             None if mask is None else mask._native,
             sc,
         )
-        return Tensor(out, bk, q._dev, q._dtype)
+        return _new_tensor(out, bk, q._dev, q._dtype)
     return attention_weights_and_output(q, k, v, mask, dropout_p, sc)[1]
 
 
@@ -357,9 +358,9 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional):
     )
     dev, dt = x._dev, x._dtype
     return (
-        Tensor(y, bk, dev, dt),
-        Tensor(h, bk, dev, dt),
-        None if c is None else Tensor(c, bk, dev, dt),
+        _new_tensor(y, bk, dev, dt),
+        _new_tensor(h, bk, dev, dt),
+        None if c is None else _new_tensor(c, bk, dev, dt),
     )
 
 

@@ -29,6 +29,7 @@ from .. import ops
 from ..autograd import paused
 from ..creation import full_like, zeros_like
 from ..dispatch import check_same as _check_same
+from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..errors import StateDictError
 from ..nn.parameter import clear_grads
@@ -102,9 +103,9 @@ def _state_value(value: Any, p: Any, key: str) -> Any:
         t = value if value._bk is bk else value.to_backend(bk.name)
     elif isinstance(value, np.ndarray):
         arr = np.ascontiguousarray(value)
-        t = Tensor(bk.from_numpy(arr, p._dev), bk, p._dev, _dt.from_numpy_dtype(arr.dtype))
+        t = _new_tensor(bk.from_numpy(arr, p._dev), bk, p._dev, _dt.from_numpy_dtype(arr.dtype))
     elif bk.tensor_types and isinstance(value, bk.tensor_types):
-        t = Tensor(value, bk, bk.device_of(value), bk.dtype_of(value))
+        t = _new_tensor(value, bk, bk.device_of(value), bk.dtype_of(value))
     else:
         raise TypeError(
             f"Expected tensors and plain numbers in optimiser state {key!r}. "

@@ -50,7 +50,7 @@ def _check(t, want, dtype, device=None) -> None:
 def test_shape_as_varargs_tuple_list_or_size(name):
     fn = getattr(md, name)
     for t in (fn(2, 3), fn((2, 3)), fn([2, 3]), fn(size=(2, 3))):
-        assert type(t) is md.Tensor and t.backend == md.get_backend()
+        assert isinstance(t, md.Tensor) and t.backend == md.get_backend()
         assert t.shape == (2, 3) and t.dtype is md.float32 and t.device is md.default_device()
     assert fn(4).shape == (4,)
     with pytest.raises(TypeError, match="size="):
@@ -90,7 +90,8 @@ def test_requires_grad_on_creation_gives_a_parameter(make):
 
 def test_requires_grad_defaults_to_false():
     for x in (md.zeros(2), md.rand(2), md.tensor([1.0]), md.arange(3)):
-        assert type(x) is md.Tensor and x.requires_grad is False
+        assert isinstance(x, md.Tensor) and not isinstance(x, nn.Parameter)
+        assert x.requires_grad is False
     assert nn.Parameter(md.ones(2), requires_grad=False).requires_grad is False
 
 
