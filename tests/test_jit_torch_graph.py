@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 
 import multidev as md  # noqa: E402
 from multidev import nn, registry  # noqa: E402
+from multidev.testing.models import mse_train_step  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     registry.current().name != "torch", reason="needs MULTIDEV_BACKEND=torch"
@@ -63,28 +64,16 @@ def test_recorded_forward_and_loss_are_one_graph():
     assert _explain(forward_loss, X, y)[:2] == (1, 0)
 
 
-def _step(net, opt):
-    def step(X, y):
-        with md.autograd.record():
-            loss = ((net(X) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss.detach()
-
-    return step
-
-
 def test_explain_finds_one_graph_for_the_training_step():
     net, opt, X, y = _setup()
-    graphs, breaks, reasons = _explain(_step(net, opt), X, y)
+    graphs, breaks, reasons = _explain(mse_train_step(net, opt, detach=True), X, y)
     assert (graphs, breaks) == (1, 0), reasons
 
 
 def test_jitted_step_breaks_no_graph_and_matches_eager(monkeypatch):
     monkeypatch.setenv("MULTIDEV_TORCH_COMPILE_BACKEND", "aot_eager")
     net, opt, X, y = _setup()
-    step = _step(net, opt)
+    step = mse_train_step(net, opt, detach=True)
     eager_losses = [float(step(X, y)) for _ in range(3)]
     eager_params = [p.numpy().copy() for p in net.parameters()]
     eager_state = [opt.state[p]["momentum_buffer"].numpy().copy() for p in net.parameters()]
@@ -92,7 +81,7 @@ def test_jitted_step_breaks_no_graph_and_matches_eager(monkeypatch):
     net, opt, X, y = _setup()
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
-    jitted = md.jit(_step(net, opt))
+    jitted = md.jit(mse_train_step(net, opt, detach=True))
     losses = [float(jitted(X, y)) for _ in range(3)]
     assert sum(torch._dynamo.utils.counters["graph_break"].values()) == 0, dict(
         torch._dynamo.utils.counters["graph_break"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TORCH_EXPECTED", "build", "describe"]
+__all__ = ["TORCH_EXPECTED", "build", "describe", "mse_train_step"]
 
 
 def build(torch_nn: Any, name: str) -> Any:
@@ -152,3 +152,19 @@ TORCH_EXPECTED: dict[str, dict[str, Any]] = {
         ")",
     },
 }
+
+
+def mse_train_step(net: Any, opt: Any, *, detach: bool = False) -> Any:
+    """A multidev training step of ``net`` on mean-squared error: record, forward, loss,
+    ``backward()``, ``opt.step()``, ``opt.zero_grad()``; returns the loss (detached if asked)."""
+    import multidev as md
+
+    def step(X: Any, y: Any) -> Any:
+        with md.autograd.record():
+            loss = ((net(X) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss.detach() if detach else loss
+
+    return step

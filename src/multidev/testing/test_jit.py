@@ -21,6 +21,7 @@ import pytest
 
 import multidev as md
 from multidev import nn
+from multidev.testing.models import mse_train_step
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -85,15 +86,7 @@ def test_train_step_equals_eager(bk):
         net = _mlp()
         opt = md.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
         variables = [p.native for p in net.parameters()]
-
-        def step(X, y):
-            with md.autograd.record():
-                loss = ((net(X) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
+        step = mse_train_step(net, opt)
         fn = md.jit(step) if compiled else step
         losses = [fn(X, y).item() for _ in range(3)]
         assert [p.native for p in net.parameters()] == variables  # the very same variables
@@ -125,15 +118,7 @@ def test_train_step_updates_buffers_like_eager(bk):
         md.manual_seed(3)
         net = nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 3))
         opt = md.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(X, y):
-            with md.autograd.record():
-                loss = ((net(X) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
+        step = mse_train_step(net, opt)
         fn = md.jit(step) if compiled else step
         losses = [fn(X, y).item() for _ in range(3)]
         net.eval()
