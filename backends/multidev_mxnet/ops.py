@@ -318,6 +318,10 @@ def _exact_scalar(fn: Callable) -> Callable:
             b = like(a, b)
         return fn(a, b)
 
+    # two tensors never carry a Python float: the core's operators on them (dispatch's
+    # per-backend classes) keep calling fn, or fn's own plain form, without this check
+    op.plain = getattr(fn, "plain", fn)  # type: ignore[attr-defined]
+    op.plain_dtypes = getattr(fn, "plain_dtypes", frozenset(_dt.ALL))  # type: ignore[attr-defined]
     return op
 
 
