@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from multidev.indexing import Gather, gather, is_full
+from multidev.indexing import Gather, checked_key, gather, is_full
 
 __all__ = ["getitem", "setitem"]
 
@@ -57,18 +57,7 @@ def getitem(x, key):
 def _take(x, ints: tuple):
     """Integer keys through gather (TensorFlow's strided slicing costs several times more)."""
     shape = x.shape.as_list()
-    if len(ints) > len(shape):
-        raise IndexError(
-            f"Expected at most {len(shape)} indices for a {len(shape)}-d tensor. Received: {ints}"
-        )
-    pos = []
-    for i, n in zip(ints, shape[: len(ints)], strict=True):
-        if not -n <= i < n:
-            raise IndexError(
-                f"Expected indices within shape {tuple(shape)}. Received: {list(ints)} "
-                f"(index {i} is out of range for an axis of length {n})"
-            )
-        pos.append(i + n if i < 0 else i)
+    pos = checked_key(ints, shape, _mask_ndim, _index)[: len(ints)]
     if len(pos) == 1:
         return tf.gather(x, pos[0])
     if len(pos) > _GATHER_ND_COLUMNS:

@@ -30,13 +30,14 @@ def is_full(key: Any) -> bool:
     return all(k is Ellipsis or (type(k) is slice and k == FULL) for k in key_items(key))
 
 
-def _bounded(i: int, n: int, dim: int) -> int:
-    """The index ``i`` into an axis of length ``n`` counted from the start; IndexError naming
-    the axis where it is out of range."""
+def _bounded(i: int, shape: Sequence[int], dim: int) -> int:
+    """The index ``i`` into axis ``dim`` of ``shape`` counted from the start; IndexError naming
+    the shape and the axis where it is out of range."""
+    n = shape[dim]
     if not -n <= i < n:
         raise IndexError(
-            f"Expected an index in [-{n}, {n}) for axis {dim}. Received: {i}. "
-            "Index within the tensor's shape."
+            f"Expected indices within shape {tuple(shape)}. Received: {i} for axis {dim}, whose "
+            f"length is {n}. Index in [-{n}, {n}) there."
         )
     return i % n
 
@@ -56,7 +57,7 @@ def checked_key(
         if k is None or isinstance(k, (bool, np.bool_, slice)):
             pass
         elif isinstance(k, (int, np.integer)):
-            k = _bounded(int(k), shape[dim], dim)
+            k = _bounded(int(k), shape, dim)
         elif mask_ndim(k) is None:
             k = index(k, shape[dim])
         out.append(k)
@@ -140,7 +141,7 @@ def gather(
         else:
             basic.append(FULL)
             if type(k) is int:
-                adv.append((axis, prims.constant(np.int64(_bounded(k, shape[dim], dim)))))
+                adv.append((axis, prims.constant(np.int64(_bounded(k, shape, dim)))))
             else:
                 adv.append((axis, prims.indices(k, shape[dim])))
                 arrays += 1
