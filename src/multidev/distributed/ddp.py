@@ -163,10 +163,11 @@ class DistributedDataParallel(Block):
         g = self._group
         if g.world_size == 1 or not self._params:
             return
-        untraceable(
-            "DistributedDataParallel averages gradients with the engine's collectives, which "
-            "a trace-once compiler (tf.function) would pair up wrongly across ranks"
-        )
+        if not g.traceable:
+            untraceable(
+                f"DistributedDataParallel averages gradients with {g.engine}'s collectives, "
+                "which this backend's compiler cannot hold in a traced graph"
+            )
         from ..creation import zeros_like
 
         with autograd.no_grad():
