@@ -29,13 +29,27 @@ class Jit:
 
     def jit_compile(self, body: Any) -> Any:
         """``body`` as a ``tf.function``; the collectives it holds (``md.distributed``) fail
-        with the process group's DistributedError when a worker stopped."""
+        with the process group's DistributedError when a worker stopped.
+
+        Once traced for some input shapes and dtypes, calls with those run the concrete
+        function directly: ``tf.function``'s own dispatch matches every argument against
+        its signatures again at each call, which on a training step that passes gradients
+        and optimiser state in costs about as much as running the small graph. The captured
+        inputs are read at each call (they hold each collective's instance key)."""
         xla = os.environ.get(XLA_ENV, "").strip() == "1"
         compiled = tf.function(body, jit_compile=xla or None, autograph=False)
+        concrete: dict[tuple, Any] = {}
 
         def run(*args: Any) -> Any:
             try:
-                return compiled(*args)
+                key = tuple((a.dtype, tuple(a.shape)) for a in args)
+                fn = concrete.get(key)
+                if fn is not None:
+                    return fn._call_flat(list(args), fn.captured_inputs)
+                out = compiled(*args)
+                if all(isinstance(a, tf.Tensor) for a in args):
+                    concrete[key] = compiled.get_concrete_function(*args)
+                return out
             except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
                 from .distributed import stopped_error
 
