@@ -1,21 +1,28 @@
-"""Paddle lowering of the fused loss op (``multidev.nn.functional.cross_entropy``)."""
+"""Paddle lowering of the fused loss op (``multidev.nn.functional.cross_entropy``).
+
+Not ``paddle.nn.functional.cross_entropy``: its kernel clips log-probabilities at -64 (a loss
+of 2000 comes back as 64), reads labels beyond int32 modulo 2**32 (label 2**40 is class 0)
+and skips one label value silently (``ignore_index``, -100 by default). ``logsumexp`` and
+``index_sample`` are Paddle's fused kernels for the same loss without those three.
+"""
 
 from __future__ import annotations
 
-import paddle.nn.functional as F
+import paddle
 
 __all__ = ["LOSS_LOWERINGS"]
 
-#: the label Paddle's kernel skips (``ignore_index``, an int32): int32's least value, which
-#: no class has, rather than Paddle's default -100, which must be refused like any negative
-#: label; a negative ``ignore_index`` also keeps the mean a plain mean over the batch
-_NO_IGNORED_LABEL = -(2**31)
+_REDUCE = {"mean": paddle.mean, "sum": paddle.sum, "none": lambda loss: loss}
 
 
 def _cross_entropy(x, labels, reduction):
-    """Paddle's fused softmax-with-cross-entropy kernel (int64 labels, shape (N,)); IndexError
-    for labels outside [0, C)."""
-    return F.cross_entropy(x, labels, ignore_index=_NO_IGNORED_LABEL, reduction=reduction)
+    """``logsumexp(x) - x[i, labels[i]]`` per sample, then the reduction; IndexError for
+    labels outside [0, C) (``index_sample`` checks them)."""
+    try:
+        picked = paddle.index_sample(x, labels.unsqueeze(-1)).squeeze(-1)
+    except ValueError as e:
+        raise IndexError(str(e).strip().splitlines()[0]) from e
+    return _REDUCE[reduction](paddle.logsumexp(x, axis=-1) - picked)
 
 
 #: op name -> lowering, passed to this adapter's op_table
