@@ -118,7 +118,7 @@ def test_empty_batch():
         assert np.isnan(F.cross_entropy(z, y).item())
 
 
-@pytest.mark.parametrize("bad", [5, -1, -100, 2**40])
+@pytest.mark.parametrize("bad", [5, -1, -100, 2**40, -(2**63)])
 @pytest.mark.parametrize("reduction", ["mean", "none"])
 def test_labels_out_of_range_raise(rng, bad, reduction):
     """Never a silent loss for a label that names no class (a zero one-hot row, a clipped

@@ -7,14 +7,16 @@ import torch.nn.functional as F
 
 __all__ = ["LOSS_LOWERINGS"]
 
-#: the label torch's kernel skips (``ignore_index``): int64's least value, which no class
-#: has, rather than torch's default -100, which must be refused like any negative label
-_NO_IGNORED_LABEL = torch.iinfo(torch.int64).min
+#: torch's kernel skips the labels equal to its ``ignore_index`` (-100 by default, which must be
+#: refused like any negative label): int64's least value, which the lowering raises by one
+_IGNORED = torch.iinfo(torch.int64).min
 
 
 def _cross_entropy(x, labels, reduction):
-    """torch's fused log-softmax and NLL kernel; IndexError for labels outside [0, C)."""
-    return F.cross_entropy(x, labels, ignore_index=_NO_IGNORED_LABEL, reduction=reduction)
+    """torch's fused log-softmax and NLL kernel; IndexError for labels outside [0, C) (all of
+    them: no label equals ``_IGNORED`` once clamped above it)."""
+    checked = labels.clamp(min=_IGNORED + 1)
+    return F.cross_entropy(x, checked, ignore_index=_IGNORED, reduction=reduction)
 
 
 #: op name -> lowering, passed to this adapter's op_table
