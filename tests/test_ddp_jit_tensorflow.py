@@ -1,7 +1,8 @@
 """md.jit of a training step with DistributedDataParallel on TensorFlow, 2 real worker
 processes on 127.0.0.1: the step compiles (its gradient all-reduces are collective ops of the
 traced graph, one instance key each, so equal-shaped buckets pair up right), ends with the
-parameters of the eager step, and a killed worker stops the other with a clear error."""
+parameters of the eager step, a backward through one model averages that model's gradients
+only, and a killed worker stops the other with a clear error."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ for _ in range(10):
     y = rng.standard_normal((16, 1)).astype(np.float32)
     batches.append((md.asarray(X[rank::world]), md.asarray(y[rank::world])))
 result = {"rank": rank}
+nets = []
 for mode in ("eager", "jit"):
     md.manual_seed(0)
     # two hidden layers of one shape, one bucket per parameter: buckets of equal signature
@@ -48,6 +50,7 @@ for mode in ("eager", "jit"):
         nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 1)
     )
     net = dist.DistributedDataParallel(net, bucket_cap_mb=1e-9)
+    nets.append(net)
     opt = md.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     python_runs = [0]
 
@@ -70,6 +73,13 @@ for mode in ("eager", "jit"):
         "python_runs": python_runs[0],
         "jit_warnings": [str(w.message) for w in caught if issubclass(w.category, md.JitWarning)],
     }
+# a backward through the second model leaves the first one's gradients as they are
+for p in nets[0].parameters():
+    p.grad = md.ones(p.shape) * (rank + 1)
+with md.autograd.record():
+    loss = nn.functional.mse_loss(nets[1](batches[0][0]), batches[0][1])
+loss.backward()
+result["other_model_grads"] = sorted({float(v) for p in nets[0].parameters() for v in p.grad.numpy().ravel()})
 print("RESULT " + json.dumps(result), flush=True)
 dist.barrier()
 dist.destroy_process_group()
@@ -84,6 +94,8 @@ def _env() -> dict[str, str]:
 
 
 def test_a_jitted_ddp_step_compiles_and_ends_like_the_eager_step(tmp_path):
+    """Two models in each process: the eager one stays alive while the jitted one trains,
+    and its gradients are not averaged (nor traced into the other's step) by their backward."""
     import numpy as np
 
     script = tmp_path / "ddp_jit.py"
@@ -108,6 +120,7 @@ def test_a_jitted_ddp_step_compiles_and_ends_like_the_eager_step(tmp_path):
         want, got = np.array(eager["params"]), np.array(jit["params"])
         assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max(), r["rank"]
         np.testing.assert_allclose(jit["losses"], eager["losses"], rtol=1e-5)
+        assert r["other_model_grads"] == [r["rank"] + 1.0], r["other_model_grads"]
     # every rank holds the same parameters: the gradients were averaged across ranks
     assert results[0]["jit"]["params"] == results[1]["jit"]["params"]
 
