@@ -8,6 +8,8 @@ and skips one label value silently (``ignore_index``, -100 by default). ``logsum
 
 from __future__ import annotations
 
+from typing import Any
+
 import paddle
 
 __all__ = ["LOSS_LOWERINGS"]
@@ -26,4 +28,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS = {"cross_entropy": _cross_entropy}
+LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}

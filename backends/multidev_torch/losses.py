@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -20,4 +22,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS = {"cross_entropy": _cross_entropy}
+LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}
