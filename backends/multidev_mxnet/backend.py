@@ -48,6 +48,9 @@ __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
 _CPU = Device("cpu", 0)
 _SCALARS = (bool, int, float)
+_CPU_CONTEXT = mx.cpu(0)
+#: dtypes MXNet's ``from_numpy`` refuses
+_NO_ZERO_COPY = frozenset({np.dtype("int8")})
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
@@ -128,15 +131,21 @@ class Backend(Jit, Autograd, AdapterBase):
         return str(native)
 
     def from_numpy(self, arr: np.ndarray, dev: Device) -> mnp.ndarray:
-        """A copy on ``dev``. Never zero-copy: MXNet's zero-copy wrapper makes the caller's
-        array read-only (its engine runs asynchronously), which would change user data."""
+        """A copy on ``dev``; the caller's array is left as it is (MXNet's zero-copy wrapper
+        would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
+        without a further copy (``from_numpy``), so it does not wait for MXNet's queued
+        operations as MXNet's own host copy does (a synchronisation point each call)."""
         dtype = arr.dtype
         if not dtype.isnative:
             dtype = dtype.newbyteorder("=")
             arr = arr.astype(dtype)
         if self.md_dtype(dtype) is None:
             raise self.unsupported_dtype(_dt.from_numpy_dtype(dtype))
-        return mnp.array(arr, dtype=dtype, ctx=self.native_device(dev))
+        ctx = self.native_device(dev)
+        if ctx == _CPU_CONTEXT and dtype not in _NO_ZERO_COPY:
+            own = np.array(arr, dtype=dtype, order="C")
+            return mx.nd.from_numpy(own, zero_copy=True).as_np_ndarray()
+        return mnp.array(arr, dtype=dtype, ctx=ctx)
 
     def to_numpy(self, x) -> np.ndarray:
         """A host copy of the values (waits for pending operations on x). Stops a graph
