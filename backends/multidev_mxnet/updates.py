@@ -106,7 +106,7 @@ def add_scaled_many_(xs: list, ys: list, alpha: float) -> list:
             i = group[0]
             invoke(_SGD, [xs[i], ys[i]], ["lr", "wd"], [lr, "0.0"], xs[i])
             continue
-        args = []
+        args: list[Any] = []
         for i in group:
             args += (xs[i], ys[i])
         lrs = "(" + ", ".join([lr] * n) + ")"
