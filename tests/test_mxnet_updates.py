@@ -4,6 +4,9 @@ clearing the gradient buffers gluon holds, also after gluon reallocated them."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -66,6 +69,23 @@ def test_grouped_update_equals_one_sgd_update_each_and_reuses_its_plan():
             assert out is xs
             for x, w in zip(xs, want, strict=True):
                 np.testing.assert_allclose(x.asnumpy(), w, rtol=1e-6, atol=1e-7)
+
+
+def test_the_update_keeps_no_array_alive():
+    rng = np.random.default_rng(2)
+    shapes = [(40, 40), (40,)]
+    xs = _arrays(rng, shapes)
+    updates.add_scaled_many_(xs, _arrays(rng, shapes), 0.5)
+    ref = weakref.ref(xs[0])
+    del xs
+    gc.collect()
+    assert ref() is None
+    # new arrays (which may reuse the old ones' ids) are updated by their own sizes
+    xs, ys = _arrays(rng, [(3,), (50, 50)]), _arrays(rng, [(3,), (50, 50)])
+    want = [x.asnumpy() + np.float32(0.5) * y.asnumpy() for x, y in zip(xs, ys, strict=True)]
+    updates.add_scaled_many_(xs, ys, 0.5)
+    for x, w in zip(xs, want, strict=True):
+        np.testing.assert_allclose(x.asnumpy(), w, rtol=1e-6, atol=1e-7)
 
 
 def test_integer_tensors_are_updated_beside_floating_ones():

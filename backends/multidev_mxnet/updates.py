@@ -14,6 +14,7 @@ one, one for the two weight matrices and one for the rest.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from typing import Any
 
 import mxnet as mx
@@ -65,16 +66,19 @@ _MULTI_SGD = op_handle("multi_sgd_update")
 
 class _Plan:
     """What ``add_scaled_many_`` does for one list of arrays: the non-floating ones, and the
-    groups of floating ones (indices into the list). Holds the arrays, so that their ids,
-    the cache key, stay theirs."""
+    groups of floating ones (indices into the list). It refers to the arrays weakly (a plan
+    keeps no model's memory alive) and applies only while they are still the same arrays."""
 
-    __slots__ = ("groups", "others", "xs")
+    __slots__ = ("groups", "others", "refs")
 
     def __init__(self, xs: list) -> None:
-        self.xs = xs
+        self.refs = [weakref.ref(x) for x in xs]
         floats = [i for i, x in enumerate(xs) if x.dtype in FLOATS and x.size]
         self.others = [i for i, x in enumerate(xs) if x.dtype not in FLOATS]
         self.groups = [[floats[g] for g in group] for group in groups([xs[i].size for i in floats])]
+
+    def fits(self, xs: list) -> bool:
+        return all(r() is x for r, x in zip(self.refs, xs, strict=True))
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -85,10 +89,10 @@ _PLANS_KEPT = 16
 def _plan(xs: list) -> _Plan:
     key = tuple(map(id, xs))
     plan = _plans.get(key)
-    if plan is None:
+    if plan is None or not plan.fits(xs):
         if len(_plans) >= _PLANS_KEPT:
             _plans.clear()
-        plan = _plans[key] = _Plan(list(xs))
+        plan = _plans[key] = _Plan(xs)
     return plan
 
 
