@@ -211,6 +211,22 @@ def _one_thread(backend: str) -> None:
         torch.set_num_threads(1)
 
 
+def _barrier(backend: str):
+    """A barrier that first waits for this process's queued work: MXNet's engine runs the
+    operations a step issues asynchronously, so a round ends when they have run."""
+    from multidev import distributed as dist
+
+    if backend != "mxnet":
+        return dist.barrier
+    import mxnet as mx
+
+    def barrier() -> None:
+        mx.nd.waitall()
+        dist.barrier()
+
+    return barrier
+
+
 def _timed(step, batches, barrier) -> float:
     barrier()
     start = time.perf_counter()
@@ -239,7 +255,7 @@ def worker(args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(args.rounds):
         for n in names if r % 2 == 0 else names[::-1]:
-            times[n].append(_timed(steps[n], batches[args.warmup :], dist.barrier))
+            times[n].append(_timed(steps[n], batches[args.warmup :], _barrier(backend)))
     if rank == 0:
         print("RESULT " + json.dumps({"procs": world, "step_s": times}), flush=True)
     dist.destroy_process_group()
