@@ -141,10 +141,28 @@ class DistributedDataParallel(Block):
             return None
         return wrap(native_module(self.module), self._group, bucket_cap_mb, find_unused)
 
+    @property
+    def jit_blocker(self) -> str | None:
+        """Why ``md.jit`` must run a function that calls this wrapper eagerly, or None: a
+        compiler that follows Python (torch.compile) traces ``backward()`` into its graph,
+        where the gradient hooks of the engine's own wrapper do not run."""
+        if self._native_ddp is None or getattr(self._params[0]._bk, "jit_traces_once", True):
+            return None
+        return (
+            f"the {self._group.engine} data-parallel wrapper averages gradients in autograd "
+            "hooks during backward(), which a compiled step's backward does not run (the "
+            "ranks' parameters would drift apart)"
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # marked here, not in forward: md.jit on MXNet swaps forward for a compiled one
+        if self._native_ddp is None:  # the next backward() averages this model's gradients
+            self.__dict__["_called"] = True
+        return super().__call__(*args, **kwargs)
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         wrapped = self._native_ddp
-        if wrapped is None:  # the next backward() averages this model's gradients
-            self.__dict__["_called"] = True
+        if wrapped is None:
             return self.module(*args, **kwargs)
         return call_native(wrapped, self._params[0]._bk, args, kwargs)
 
