@@ -275,3 +275,40 @@ def test_install_refuses_what_is_not_a_tensor_class():
     with pytest.raises(TypeError, match=r"Expected \(fns: dict, is_cmp: bool, scoped\)"):
         sp.install(cls, md.Tensor, md.bool, {"__add__": ([], False, frozenset())})
     assert sp.installed(cls) == ()
+
+
+@active
+def test_a_native_op_that_rebinds_the_operands_slots_is_safe():
+    """The fast path holds the operands' dtype and device across the native call (which runs
+    Python code) and reads the backend after it, as the Python operator does."""
+    x = md.asarray(_A)
+    cls = type("Tensor", (md.Tensor,), {"__slots__": ()})
+    probe = md.DType("probe", "f", 4, 0)  # held by the operands and the op table only
+    a, b = object.__new__(cls), object.__new__(cls)
+    for t in (a, b):
+        t._native, t._bk, t._dev, t._dtype = x._native, x._bk, x._dev, probe
+    table = {probe: None}
+
+    def native_add(p, q):
+        table.clear()
+        a._dtype = b._dtype = md.float32  # the last references to probe but the fast path's
+        a._bk = "read after the op"
+        gc.collect()
+        return p
+
+    table[probe] = native_add
+    fast = {"__add__": (table, False, frozenset())}
+    assert dispatch.SPEEDUPS.install(cls, md.Tensor, md.bool, fast)
+    del probe
+    r = a + b
+    assert type(r) is cls and r._native is x._native
+    assert r._dtype.name == "probe" and r._bk == "read after the op" and r._dev is x._dev
+
+    def drop_backend(p, q):
+        del a._bk
+        return p
+
+    a._bk, b._dtype = x._bk, md.float32
+    table[md.float32] = drop_backend
+    with pytest.raises(AttributeError, match="_bk"):
+        a + b

@@ -104,26 +104,33 @@ fast(PyObject *a, PyObject *b, int op, int *applied)
         }
     }
     *applied = 1;
-    Py_INCREF(fn);
+    /* strong references across the call, which runs Python code; the backend is read after
+     * it, as the Python operator reads it */
     PyObject *args[2] = {an, bn};
-    Py_INCREF(an);
-    Py_INCREF(bn);
+    PyObject *held[5] = {fn, an, bn, dt, dev};
+    for (int i = 0; i < 5; i++) {
+        Py_INCREF(held[i]);
+    }
     PyObject *native = PyObject_Vectorcall(fn, args, 2, NULL);
-    Py_DECREF(an);
-    Py_DECREF(bn);
-    Py_DECREF(fn);
-    if (native == NULL) {
-        return NULL;
+    PyObject *out = NULL;
+    if (native != NULL) {
+        bk = SLOT(a, off_bk);
+        bk = bk != NULL ? Py_NewRef(bk) : PyObject_GetAttrString(a, "_bk");
+        out = bk != NULL ? tp->tp_alloc(tp, 0) : NULL;
+        if (out == NULL) {
+            Py_DECREF(native);
+            Py_XDECREF(bk);
+        }
+        else {
+            SLOT(out, off_native) = native;
+            SLOT(out, off_bk) = bk;
+            SLOT(out, off_dev) = Py_NewRef(dev);
+            SLOT(out, off_dtype) = Py_NewRef(od->is_cmp ? bool_dtype : dt);
+        }
     }
-    PyObject *out = tp->tp_alloc(tp, 0);
-    if (out == NULL) {
-        Py_DECREF(native);
-        return NULL;
+    for (int i = 0; i < 5; i++) {
+        Py_DECREF(held[i]);
     }
-    SLOT(out, off_native) = native;
-    SLOT(out, off_bk) = Py_NewRef(bk);
-    SLOT(out, off_dev) = Py_NewRef(dev);
-    SLOT(out, off_dtype) = Py_NewRef(od->is_cmp ? bool_dtype : dt);
     return out;
 }
 
