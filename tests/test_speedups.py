@@ -192,7 +192,9 @@ for op in OPS:
         for d2, y in ys.items():
             if y is not None:
                 case(f"{n} {d1} {d2}", lambda: op(x, y))
-        for s in (2, 2.5, True):
+        # (@ with a 0-d operand or a scalar is an error whose message, on Paddle, quotes
+        # uninitialised memory: not compared)
+        for s in (2, 2.5, True) if op is not operator.matmul else ():
             case(f"{n} {d1} {s!r}", lambda: op(x, s))
             case(f"{n} {s!r} {d1}", lambda: op(s, x))
     x, y = xs["float32"], ys["float32"]
@@ -213,9 +215,12 @@ for op in OPS:
     if len(devices) > 1:
         others["other device"] = y.to(devices[1])
     for k, v in others.items():
+        if op is operator.matmul and k == "0-d":
+            continue
         case(f"{n} x {k}", lambda: op(x, v))
         case(f"{n} {k} x", lambda: op(v, x))
-    case(f"{n} 0-d 0-d", lambda: op(others["0-d"], others["0-d"]))
+    if op is not operator.matmul:
+        case(f"{n} 0-d 0-d", lambda: op(others["0-d"], others["0-d"]))
 case("pow modulus", lambda: pow(xs["float32"], ys["float32"], 2))
 print(json.dumps({"speedups": dispatch.SPEEDUPS is not None, "cases": out}))
 """
