@@ -164,14 +164,14 @@ DTYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"]
 out = []
 
 def describe(fn):
-    try:
+    try:  # (MXNet raises a kernel's error when the values are read)
         r = fn()
+        if isinstance(r, md.Tensor):
+            return ["tensor", type(r).__qualname__, type(r) is dispatch.tensor_class(r._bk),
+                    r.backend, str(r.device), str(r.dtype), repr(np.asarray(r.numpy()).tolist())]
+        return ["other", type(r).__name__, repr(r)]
     except Exception as e:
         return ["error", type(e).__name__, str(e)]
-    if isinstance(r, md.Tensor):
-        return ["tensor", type(r).__qualname__, type(r) is dispatch.tensor_class(r._bk),
-                r.backend, str(r.device), str(r.dtype), repr(np.asarray(r.numpy()).tolist())]
-    return ["other", type(r).__name__, repr(r)]
 
 def case(label, fn):
     out.append([label, describe(fn)])
