@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from . import registry
 from .autograd import keep_last_recording
 from .device import as_device
+from .distributed.group import DistributedError
 from .errors import JitWarning
 from .optim import Optimizer
 from .tensors import Tensor
@@ -275,7 +276,7 @@ class Jitted:
         try:
             out = compiled(*inputs)
         except Exception as e:
-            if holder["traces"] == traced_before:
+            if holder["traces"] == traced_before or isinstance(e, DistributedError):
                 raise
             _restore(snapshot, bk)
             self._cache[key] = _EAGER

@@ -36,7 +36,8 @@ class DistributedDataParallel(Block):
     At construction it checks that every rank built the same parameters (names, shapes,
     dtypes; else DistributedError on every rank) and copies rank 0's values to all ranks.
     Calling it runs ``net``; after each ``loss.backward()`` every parameter's gradient is the
-    average over ranks. Where the framework has a data-parallel wrapper that averages
+    average over ranks (the first ``backward()`` after a call of this wrapper: a backward
+    through another model leaves this one's gradients alone). Where the framework has a data-parallel wrapper that averages
     gradients during the backward pass (torch ``DistributedDataParallel``,
     ``paddle.DataParallel``), calls go through it, around ``net.native``: each bucket of
     gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
@@ -76,13 +77,15 @@ class DistributedDataParallel(Block):
         self.__dict__["_native_ddp"] = self._native_wrapper(
             named, bucket_cap_mb, bool(find_unused_parameters)
         )
+        self.__dict__["_called"] = False
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
             ddp = ref()
-            if ddp is None or ddp._native_ddp is not None or not ddp._params:
+            if ddp is None or ddp._native_ddp is not None or not ddp._params or not ddp._called:
                 return
             if ddp._params[0]._bk is bk:
+                ddp.__dict__["_called"] = False
                 ddp.average_gradients()
 
         self.__dict__["_hook"] = autograd.register_post_backward_hook(hook)
@@ -140,7 +143,8 @@ class DistributedDataParallel(Block):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         wrapped = self._native_ddp
-        if wrapped is None:
+        if wrapped is None:  # the next backward() averages this model's gradients
+            self.__dict__["_called"] = True
             return self.module(*args, **kwargs)
         return call_native(wrapped, self._params[0]._bk, args, kwargs)
 
@@ -163,10 +167,11 @@ class DistributedDataParallel(Block):
         g = self._group
         if g.world_size == 1 or not self._params:
             return
-        untraceable(
-            "DistributedDataParallel averages gradients with the engine's collectives, which "
-            "a trace-once compiler (tf.function) would pair up wrongly across ranks"
-        )
+        if not g.traceable:
+            untraceable(
+                f"DistributedDataParallel averages gradients with {g.engine}'s collectives, "
+                "which this backend's compiler cannot hold in a traced graph"
+            )
         from ..creation import zeros_like
 
         with autograd.no_grad():
