@@ -14,7 +14,9 @@ _REDUCE = {"mean": tf.math.reduce_mean, "sum": tf.math.reduce_sum, "none": lambd
 def _cross_entropy(x, labels, reduction):
     """TensorFlow's fused sparse softmax cross-entropy kernel, then the reduction. Its CPU
     kernel refuses labels outside [0, C) (InvalidArgumentError, made an IndexError when run
-    eagerly; inside a ``tf.function`` TensorFlow raises its own when the graph runs)."""
+    eagerly; inside a ``tf.function`` TensorFlow raises its own when the graph runs). Its GPU
+    kernel raises nothing: such a row's loss and gradient are NaN (TensorFlow's documented
+    behaviour; not checked on a GPU here)."""
     try:
         loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x)
     except tf.errors.InvalidArgumentError as e:

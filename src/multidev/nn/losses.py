@@ -89,7 +89,8 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     (``torch.nn.functional.cross_entropy``, ``tf.nn.sparse_softmax_cross_entropy_with_logits``,
     ...), else the composed form. Raises TypeError for non-integer labels, ValueError for
     mismatched shapes, IndexError for labels outside [0, C) (on MXNet, whose engine runs
-    asynchronously, MXNet's error is raised where the loss is read instead).
+    asynchronously, MXNet's error where the loss is read instead; inside ``md.jit``, the
+    framework's own error when the compiled step runs).
     """
     _check_reduction(reduction)
     logits = _floating(_tensor(input))
