@@ -228,6 +228,12 @@ def signbit(x):
     return (x < 0) + (1 / x < 0)  # bool + bool: logical or
 
 
+def _copysign(x1, x2):
+    """x1's magnitude with x2's sign bit, read by ``signbit`` (MXNet's copysign compares with 0,
+    so it keeps -0 for a positive x2 and +x for x2 = -0)."""
+    return mnp.where(signbit(x1) != signbit(x2), -x1, x1)
+
+
 def _from_dlpack(obj):
     return mx.nd.from_dlpack(obj.__dlpack__()).as_np_ndarray()
 
@@ -236,6 +242,7 @@ def _from_dlpack(obj):
 LOWERINGS: dict[str, Any] = {
     "sign": _sign,
     "signbit": signbit,
+    "copysign": _copysign,
     "logaddexp": _logaddexp,
     "bitwise_left_shift": _left_shift,
     "bitwise_right_shift": _right_shift,

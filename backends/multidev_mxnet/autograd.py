@@ -24,11 +24,15 @@ from multidev.nn.native import NativeBlockMixin, adapter_of, call
 from multidev.tracing import tracing, untraceable
 
 from .jit import STEP
+from .updates import invoke, op_handle
 
 __all__ = ["Autograd", "NativeBlock"]
 
 #: set on a gluon Parameter while its gradient buffer holds a gradient
 _HAS_GRAD = "_multidev_has_grad"
+#: set on a gluon Parameter: (its gradient list, the non-empty buffers in it)
+_BUFFERS = "_multidev_grad_buffers"
+_RESET = op_handle("reset_arrays")
 _RESERVED = frozenset(dir(gluon.HybridBlock))
 _NOT_RECORDED = "not in a computational graph"
 
@@ -101,6 +105,17 @@ def _np_array(x: Any) -> Any:
     return x
 
 
+def _buffers(var: Any) -> list[Any]:
+    """``var``'s non-empty gradient buffers, found once per gradient list (gluon makes a new
+    list when it reallocates them)."""
+    grads = var._grad
+    cached = getattr(var, _BUFFERS, None)
+    if cached is None or cached[0] is not grads:
+        cached = (grads, [g for g in grads if g.size])
+        setattr(var, _BUFFERS, cached)
+    return cached[1]
+
+
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
@@ -124,11 +139,11 @@ class Autograd:
     def grad(self, var):
         if var.grad_req == "null":
             return None
-        if var.data(var.list_ctx()[0])._fresh_grad:
+        if var._data[0]._fresh_grad:  # the first context's array: list_ctx()[0]
             setattr(var, _HAS_GRAD, True)
         elif not getattr(var, _HAS_GRAD, False):
             return None
-        return var.grad(var.list_ctx()[0])
+        return var._grad[0]
 
     def set_grad(self, var, value) -> None:
         if var.grad_req == "null":
@@ -151,12 +166,11 @@ class Autograd:
         for var in variables:
             if var.grad_req == "null":
                 continue
-            # legacy views share the memory; reset_arrays is a legacy multi-array op
-            buffers.extend(g.as_nd_ndarray() for g in var.list_grad() if g.size)
-            var.data(var.list_ctx()[0])._fresh_grad = False
+            buffers.extend(_buffers(var))
+            var._data[0]._fresh_grad = False
             setattr(var, _HAS_GRAD, False)
         if buffers:
-            mx.nd.reset_arrays(*buffers, num_arrays=len(buffers))
+            invoke(_RESET, buffers, ["num_arrays"], [str(len(buffers))], None)
 
     def native_module(self, block: Any) -> NativeBlock:
         return NativeBlock(block)

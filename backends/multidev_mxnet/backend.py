@@ -35,7 +35,7 @@ from multidev.device import Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 from multidev.tracing import tracing, untraceable
 
-from . import fill
+from . import fill, updates
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES, NATIVE
 from .indexing import setitem
@@ -48,10 +48,9 @@ __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
 _CPU = Device("cpu", 0)
 _SCALARS = (bool, int, float)
-#: pairs per ``multi_sgd_update`` call: the size of the kernel's fixed parameter block
-MULTI_UPDATE_MAX = 60
-#: element count up to which ``add_scaled_many_`` batches tensors into ``multi_sgd_update``
-MULTI_UPDATE_SMALL = 4096
+_CPU_CONTEXT = mx.cpu(0)
+#: dtypes MXNet's ``from_numpy`` refuses
+_NO_ZERO_COPY = frozenset({np.dtype("int8")})
 _EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
@@ -132,15 +131,21 @@ class Backend(Jit, Autograd, AdapterBase):
         return str(native)
 
     def from_numpy(self, arr: np.ndarray, dev: Device) -> mnp.ndarray:
-        """A copy on ``dev``. Never zero-copy: MXNet's zero-copy wrapper makes the caller's
-        array read-only (its engine runs asynchronously), which would change user data."""
+        """A copy on ``dev``; the caller's array is left as it is (MXNet's zero-copy wrapper
+        would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
+        without a further copy (``from_numpy``), so it does not wait for MXNet's queued
+        operations as MXNet's own host copy does (a synchronisation point each call)."""
         dtype = arr.dtype
         if not dtype.isnative:
             dtype = dtype.newbyteorder("=")
             arr = arr.astype(dtype)
         if self.md_dtype(dtype) is None:
             raise self.unsupported_dtype(_dt.from_numpy_dtype(dtype))
-        return mnp.array(arr, dtype=dtype, ctx=self.native_device(dev))
+        ctx = self.native_device(dev)
+        if ctx == _CPU_CONTEXT and dtype not in _NO_ZERO_COPY:
+            own = np.array(arr, dtype=dtype, order="C")
+            return mx.nd.from_numpy(own, zero_copy=True).as_np_ndarray()
+        return mnp.array(arr, dtype=dtype, ctx=ctx)
 
     def to_numpy(self, x) -> np.ndarray:
         """A host copy of the values (waits for pending operations on x). Stops a graph
@@ -201,25 +206,8 @@ class Backend(Jit, Autograd, AdapterBase):
         return x
 
     def add_scaled_many_(self, xs, ys, alpha: float) -> list:
-        """``x += alpha * y`` for each pair. Tensors of at most ``MULTI_UPDATE_SMALL`` elements
-        go through MXNet's multi-tensor ``multi_sgd_update`` (the kernel Gluon's Trainer
-        batches its updates with), ``MULTI_UPDATE_MAX`` pairs per call at most (the kernel's
-        fixed limit; more crash the process): for them the engine's per-operation cost
-        dominates. Larger ones take ``add_scaled_``'s ``sgd_update`` each: on the CPU the
-        multi-tensor kernel walks the largest tensor's elements for every tensor of a call and
-        measured 1.4-2x slower than one ``sgd_update`` per tensor for a 1024-wide MLP."""
+        """``x += alpha * y`` for each pair, in as few ``multi_sgd_update``/``sgd_update``
+        engine operations as the tensors' sizes allow (``updates.add_scaled_many_``)."""
         if tracing():
             untraceable(WRITES_IN_PLACE)
-        small = []
-        for x, y in zip(xs, ys, strict=True):
-            if x.dtype in FLOATS and 0 < x.size <= MULTI_UPDATE_SMALL:
-                small.append((x, y))
-            else:
-                self.add_scaled_(x, y, alpha)
-        for start in range(0, len(small), MULTI_UPDATE_MAX):
-            chunk = small[start : start + MULTI_UPDATE_MAX]
-            ws = [x.as_nd_ndarray() for x, _ in chunk]
-            args = [a for w, (_, y) in zip(ws, chunk, strict=True) for a in (w, y.as_nd_ndarray())]
-            n = len(chunk)
-            mx.nd.multi_sgd_update(*args, lrs=(-alpha,) * n, wds=(0.0,) * n, num_weights=n, out=ws)
-        return list(xs)
+        return updates.add_scaled_many_(list(xs), list(ys), alpha)

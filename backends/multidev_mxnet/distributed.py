@@ -14,6 +14,8 @@ from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 from multidev.distributed.launch import Proc
 
+from .updates import add_scaled_many_
+
 __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
 
 
@@ -54,12 +56,13 @@ class MXNetGroup(Group):
 
     def average(self, xs: list[Any]) -> list[Any]:
         """One ``pushpull`` of the whole list (a key per array: no concatenation, no copy
-        back), the server's sums pulled straight into ``xs``, then divided in place."""
+        back), the server's sums pulled straight into ``xs``, then divided in place by the
+        optimiser's grouped update kernel (``x += (1/world_size - 1) * x``: one engine
+        operation for a model's gradients, not one division per array)."""
         nds = [x.as_nd_ndarray() for x in xs]
         keys = [self._key(nd, i) for i, nd in enumerate(nds)]
         self.kv.pushpull(keys, nds, out=nds)
-        for nd in nds:
-            nd /= self.world_size
+        add_scaled_many_(xs, xs, 1.0 / self.world_size - 1.0)
         return xs
 
     def barrier(self) -> None:

@@ -33,13 +33,14 @@ def exact_float64(value: Any) -> bool:
 
 
 def full(shape: tuple[int, ...], value: Any, dtype: np.dtype, ctx: Any) -> mnp.ndarray:
-    """``mnp.full(shape, value, dtype, ctx)``, holding exactly ``value`` for float64: an odd
-    integer m below 2**53 filled in, then scaled by 2**e in steps of at most 2**52, each
-    exact (intermediate values lie between m and m * 2**e, so no bit is lost)."""
+    """``mnp.full(shape, value, dtype, ctx)``, holding exactly ``value`` for float64 (and -0.0
+    for every float dtype): an odd integer m below 2**53 filled in, then scaled by 2**e in
+    steps of at most 2**52, each exact (intermediate values lie between m and m * 2**e, so no
+    bit is lost)."""
+    if dtype.kind == "f" and value == 0 and math.copysign(1.0, float(value)) < 0:
+        return -mnp.zeros(shape, dtype=dtype, ctx=ctx)  # MXNet reads -0.0 as +0.0
     if dtype != _F64 or exact_float64(value):
         return mnp.full(shape, value, dtype=dtype, ctx=ctx)
-    if value == 0:
-        return -mnp.zeros(shape, dtype=dtype, ctx=ctx)
     mantissa, e = math.frexp(float(value))
     m = int(mantissa * _EXACT_INT)
     e -= 53

@@ -100,10 +100,12 @@ def _variable_name(native: Any) -> str | None:
 class _Graph:
     """One traced signature: the ``CachedOp``, where its inputs come from, its outputs."""
 
-    def __init__(self, op: Any, sources: list[tuple], out_spec: Any) -> None:
+    def __init__(self, op: Any, sources: list[tuple], out_spec: Any, out_devs: list) -> None:
         self.op = op
         self.sources = sources
         self.out_spec = out_spec
+        #: the outputs' devices, fixed by the signature (inputs' devices, parameter variables)
+        self.out_devs = out_devs
         self.checked = False
 
     def inputs(self, leaves: list[Tensor]) -> list[Any]:
@@ -208,7 +210,9 @@ def _compile(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks
     data = [i for i, s in enumerate(sources) if s[0] == "x"]
     rest = [i for i, s in enumerate(sources) if s[0] != "x"]
     flags = [*_FLAGS, ("data_indices", data), ("param_indices", rest)]
-    graph = _Graph(mx.nd.CachedOp(sym.as_np_ndarray(), flags), sources, out_spec)
+    bk = leaves[0]._bk if leaves else _backend(blocks)
+    devs = [bk.device_of(t) for t in traced]
+    graph = _Graph(mx.nd.CachedOp(sym.as_np_ndarray(), flags), sources, out_spec, devs)
     with mx.autograd.pause():
         if not _same(graph.run(leaves), traced):
             _stop(
@@ -257,9 +261,8 @@ class _Compiled:
             return entry
         natives = entry.run(leaves)
         bk = leaves[0]._bk if leaves else _backend(self.blocks)
-        return _Done(
-            build(entry.out_spec, natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt))
-        )
+        pairs = list(zip(natives, entry.out_devs, strict=True))
+        return _Done(build(entry.out_spec, pairs, lambda nd, dt, _: Tensor(nd[0], bk, nd[1], dt)))
 
 
 class _Done:

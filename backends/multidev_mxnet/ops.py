@@ -23,6 +23,7 @@ from .array_api import signbit
 from .dtypes import native
 from .fill import exact_float64
 from .indexing import getitem, like
+from .losses import LOSS_LOWERINGS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS"]
@@ -306,6 +307,7 @@ OPS = op_table(
     sum=_reduction(mnp.sum, 0),
     where=_where,
     **SEQUENCE_LOWERINGS,
+    **LOSS_LOWERINGS,
 )
 
 

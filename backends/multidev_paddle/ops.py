@@ -24,6 +24,7 @@ from multidev.op_specs import SPECS
 from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE, dtype_name, md_dtype
+from .losses import LOSS_LOWERINGS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS", "native_key"]
@@ -304,4 +305,5 @@ OPS = op_table(
     copy=lambda x: x.clone(),
     linear=_wide(_linear, "linear"),
     **SEQUENCE_LOWERINGS,
+    **LOSS_LOWERINGS,
 )

@@ -13,7 +13,18 @@ import tensorflow as tf
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["TFGroup", "cluster_workers", "recorded_copy", "start", "worker_envs"]
+__all__ = [
+    "COLLECTIVE_ERRORS",
+    "TFGroup",
+    "cluster_workers",
+    "recorded_copy",
+    "start",
+    "stopped_error",
+    "worker_envs",
+]
+
+#: what TensorFlow raises when a collective's peer stopped or timed out
+COLLECTIVE_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError)
 
 
 def recorded_copy(x: Any, native_device: Any) -> Any:
@@ -23,9 +34,18 @@ def recorded_copy(x: Any, native_device: Any) -> Any:
 
 
 class TFGroup(Group):
-    """The collectives of a ``MultiWorkerMirroredStrategy`` with one replica per worker."""
+    """The collectives of a ``MultiWorkerMirroredStrategy`` with one replica per worker.
+
+    Called eagerly, each collective is a ``tf.function`` of its own. Inside a function being
+    traced (``md.jit`` of a training step), it is built into that graph directly instead:
+    ``MultiWorkerMirroredStrategy`` gives each collective op it builds its own instance key,
+    taken when the compiled function is called, and one ordering token per device, so every
+    rank runs the same collectives in the same order. Calling the eager ``tf.function``
+    there would reuse one concrete function (one instance key) for every bucket of the same
+    or a relaxed signature, and the ranks' buckets would pair up wrongly."""
 
     engine = "MultiWorkerMirroredStrategy"
+    traceable = True
 
     def __init__(
         self,
@@ -46,12 +66,6 @@ class TFGroup(Group):
             # a copy on the replica's device: the reduction's destination
             return ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(x), options=options)
 
-        @tf.function(reduce_retracing=True)
-        def reduce(x):
-            return strategy.run(replica_sum, args=(x,))
-
-        self._reduce = reduce
-
         def replica_mean(xs):
             ctx = tf.distribute.get_replica_context()
             sums = ctx.all_reduce(
@@ -59,33 +73,51 @@ class TFGroup(Group):
             )
             return [s / world_size for s in sums]
 
-        @tf.function(reduce_retracing=True)
-        def mean(xs):
-            return strategy.run(replica_mean, args=(xs,))
+        self._replica = {"sum": replica_sum, "mean": replica_mean}
+        self._eager = {k: _on_replicas(strategy, f) for k, f in self._replica.items()}
 
-        self._mean = mean
-
-    def _collective(self, fn: Any, x: Any) -> Any:
+    def _collective(self, kind: str, x: Any) -> Any:
+        if tf.inside_function():  # part of the graph being traced (see the class)
+            out = self.strategy.run(self._replica[kind], args=(x,))
+            return self.strategy.experimental_local_results(out)[0]
         try:
-            out = fn(x)
-        except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
-            raise DistributedError(
-                f"Expected all {self.world_size} workers to take part in the all-reduce. "
-                f"Received: {type(e).__name__} on rank {self.rank} (a worker stopped or is too "
-                "slow). Check the other workers' output."
-            ) from e
+            out = self._eager[kind](x)
+        except COLLECTIVE_ERRORS as e:
+            raise self.stopped(e) from e
         return self.strategy.experimental_local_results(out)[0]
 
+    def stopped(self, e: BaseException) -> DistributedError:
+        """The error for a collective that failed because a worker stopped or was too slow."""
+        return DistributedError(
+            f"Expected all {self.world_size} workers to take part in the all-reduce. "
+            f"Received: {type(e).__name__} on rank {self.rank} (a worker stopped or is too "
+            "slow). Check the other workers' output."
+        )
+
     def all_reduce(self, x: Any) -> Any:
-        return self._collective(self._reduce, tf.convert_to_tensor(x))
+        return self._collective("sum", tf.convert_to_tensor(x))
 
     def average(self, xs: list[Any]) -> list[Any]:
-        """One ``tf.function`` call for the whole list: inside it ``MultiWorkerMirroredStrategy``
-        packs the arrays into one all-reduce (concatenated, reduced, split), then divides."""
-        return list(self._collective(self._mean, [tf.convert_to_tensor(x) for x in xs]))
+        """One collective call for the whole list: ``MultiWorkerMirroredStrategy`` packs the
+        arrays into one all-reduce (concatenated, reduced, split), then divides."""
+        return list(self._collective("mean", [tf.convert_to_tensor(x) for x in xs]))
 
     def barrier(self) -> None:
         self.all_reduce(tf.zeros((1,), tf.float32))
+
+
+def _on_replicas(strategy: Any, replica_fn: Any) -> Any:
+    """``replica_fn`` run by ``strategy`` on its replica, as a ``tf.function`` of its own."""
+    return tf.function(lambda x: strategy.run(replica_fn, args=(x,)), reduce_retracing=True)
+
+
+def stopped_error(e: BaseException) -> BaseException:
+    """The group's clear error for a collective error ``e`` raised by a compiled function
+    (``md.jit``) when a worker stopped; ``e`` itself outside a process group."""
+    from multidev import distributed
+
+    g = distributed._group
+    return g.stopped(e) if isinstance(g, TFGroup) else e
 
 
 def _tf_config(addresses: list[str], rank: int) -> str:

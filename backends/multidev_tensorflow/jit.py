@@ -3,6 +3,8 @@
 ``tf.function`` runs the Python function once per input signature and replays the graph,
 so ``md.jit`` passes gradients and optimiser state in and out of it (``jit_traces_once``).
 AutoGraph is off: multidev's Python branches on Python values only, and is traced as it is.
+A step with ``DistributedDataParallel`` compiles too: its gradient all-reduces become
+collective ops of the traced graph (``multidev_tensorflow.distributed.TFGroup``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,34 @@ class Jit:
     jit_traces_once = True
 
     def jit_compile(self, body: Any) -> Any:
+        """``body`` as a ``tf.function``; the collectives it holds (``md.distributed``) fail
+        with the process group's DistributedError when a worker stopped.
+
+        Once traced for some input shapes and dtypes, calls with those run the concrete
+        function directly: ``tf.function``'s own dispatch matches every argument against
+        its signatures again at each call, which on a training step that passes gradients
+        and optimiser state in costs about as much as running the small graph. The captured
+        inputs are read at each call (they hold each collective's instance key)."""
         xla = os.environ.get(XLA_ENV, "").strip() == "1"
-        return tf.function(body, jit_compile=xla or None, autograph=False)
+        compiled = tf.function(body, jit_compile=xla or None, autograph=False)
+        concrete: dict[tuple, Any] = {}
+
+        def run(*args: Any) -> Any:
+            try:
+                key = tuple((a.dtype, tuple(a.shape)) for a in args)
+                fn = concrete.get(key)
+                if fn is not None:
+                    return fn._call_flat(list(args), fn.captured_inputs)
+                out = compiled(*args)
+                if all(isinstance(a, tf.Tensor) for a in args):
+                    concrete[key] = compiled.get_concrete_function(*args)
+                return out
+            except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
+                from .distributed import stopped_error
+
+                raise stopped_error(e) from e
+
+        return run
 
     def synchronize(self, dev: Device | None) -> None:
         tf.test.experimental.sync_devices()

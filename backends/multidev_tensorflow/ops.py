@@ -17,6 +17,7 @@ from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE
 from .indexing import getitem
+from .losses import LOSS_LOWERINGS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
@@ -284,4 +285,5 @@ OPS = op_table(
     astype=_astype,
     copy=copy,
     **SEQUENCE_LOWERINGS,
+    **LOSS_LOWERINGS,
 )

@@ -65,7 +65,11 @@ class Backend(Jit, Autograd, AdapterBase):
         return torch.cuda.device_count()
 
     def default_device(self) -> Device:
-        """``torch.get_default_device()`` when it is one of ours, else the CPU."""
+        """``torch.get_default_device()`` when it is one of ours, else the CPU. Without a torch
+        function mode (``with torch.device(...)`` and ``torch.set_default_device`` push one)
+        that is the CPU, found without ``get_default_device``'s 15 us a call."""
+        if not torch._C._len_torch_function_stack() and not torch.compiler.is_compiling():
+            return _CPU
         native = torch.get_default_device()
         dev = self._places.get(native)
         if dev is None:

@@ -12,6 +12,7 @@ from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
 from .dtypes import NATIVE
 from .indexing import getitem
+from .losses import LOSS_LOWERINGS
 from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
@@ -76,4 +77,5 @@ OPS = op_table(
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
     **SEQUENCE_LOWERINGS,
+    **LOSS_LOWERINGS,
 )

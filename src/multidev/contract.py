@@ -153,6 +153,8 @@ class OpTable(Protocol):
     # scaled_dot_product_attention(q, k, v, additive float mask or None, scale) and
     # rnn(mode, x (T, N, I), h0, c0 or None, weights, num_layers, bidirectional) -> (y, h, c)
     # and rnn_projected(...), the same for an LSTM whose weights end with w_hr (h0 smaller than c0)
+    # and cross_entropy(logits (N, C), int64 labels (N,), reduction): labels outside [0, C)
+    # raise IndexError (eagerly) or the framework's error when the loss is read
 
 
 class ArrayLimits(NamedTuple):

@@ -14,7 +14,9 @@ adapter's ops bound in: the class itself stands for the backend.
 
 from __future__ import annotations
 
+import os
 import typing
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -442,6 +444,28 @@ COMPARISONS = {
 _CLASSES: dict[Any, type[Tensor]] = {}
 
 
+def _load_speedups() -> ModuleType | None:
+    """The optional C accelerator ``multidev._speedups``, or None: where it was not built (no C
+    compiler at install time) or ``MULTIDEV_SPEEDUPS=0``. Read once, at import."""
+    flag = os.environ.get("MULTIDEV_SPEEDUPS", "1")
+    if flag not in ("0", "1", ""):
+        raise ValueError(
+            f"Expected MULTIDEV_SPEEDUPS to be 0 (Python operators only) or 1 (the C fast "
+            f"paths where built, the default). Received: {flag!r}. Set it to 0 or 1, or unset it."
+        )
+    if flag == "0":
+        return None
+    try:
+        from . import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
+#: the C fast paths installed into each class ``tensor_class`` makes, or None
+SPEEDUPS = _load_speedups()
+
+
 def new_tensor(native: Any, bk: Any, dev: Device, dtype: _dt.DType) -> Tensor:
     """A Tensor holding ``native`` of adapter ``bk``, made as ``bk``'s own class (whose
     operators have ``bk``'s ops bound in) without calling ``Tensor.__init__``. ``Tensor(...)``
@@ -482,10 +506,16 @@ def tensor_class(bk: Any) -> type[Tensor]:
     cls = typing.cast("type[Tensor]", type(Tensor.__name__, (Tensor,), body))
     # set after the class is made, as on Tensor: a class body holding __eq__ loses __hash__;
     # only the operators Tensor has from make_operator (array_api gives & and | its own)
+    fast: dict[str, tuple[dict[_dt.DType, Any], bool, frozenset[Device]]] = {}
     for attr, fn in vars(Tensor).items():
         op = getattr(fn, "binary_op", None)
         if op is not None:
-            setattr(cls, attr, _bound_operator(cls, bk, attr, *op))
+            bound = _bound_operator(cls, bk, attr, *op)
+            setattr(cls, attr, bound)
+            fast[attr] = bound.fast_path
+    if SPEEDUPS is not None:
+        # the same fast paths in the class's C slots; the Python operators stay in its dict
+        SPEEDUPS.install(cls, Tensor, _BOOL, fast)
     # also an attribute of the adapter's class (not of the adapter, which then pickles as
     # before): torch.compile reconstructs a Tensor that leaves a compiled function from its
     # class's source, which a read through the adapter gives
@@ -562,6 +592,9 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
             return binop(self, other, name, kind)
 
     operator.__name__ = operator.__qualname__ = attr
+    # what the fast path takes, for multidev._speedups: the op per dtype, whether the result
+    # is bool, and the devices that need the Python operator (a device scope)
+    operator.fast_path = (fns, is_cmp, scoped)  # type: ignore[attr-defined]
     return operator
 
 

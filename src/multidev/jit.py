@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from . import registry
 from .autograd import keep_last_recording
 from .device import as_device
+from .distributed.group import DistributedError
 from .errors import JitWarning
 from .optim import Optimizer
 from .tensors import Tensor
@@ -209,14 +210,31 @@ class Jitted:
         if getattr(bk, "jit_traces_once", False):
             blocks, opts = reach or _reachable(self.fn, args, kwargs)
             return self._call_traced(bk, compile_, blocks, opts, args, kwargs, leaves, spec)
-        return self._call_direct(bk, compile_, leaves, spec)
+        return self._call_direct(bk, compile_, leaves, spec, reach, args, kwargs)
 
     # a compiler that follows Python (torch.compile): fn as it is, on native tensors
-    def _call_direct(self, bk: Any, compile_: Any, leaves: list, spec: Any) -> Any:
+    def _call_direct(
+        self,
+        bk: Any,
+        compile_: Any,
+        leaves: list,
+        spec: Any,
+        reach: tuple[list, list] | None,
+        args: tuple,
+        kwargs: dict,
+    ) -> Any:
         key = (id(bk), hashable(spec))
         entry = self._cache.get(key)
+        if entry is _EAGER:
+            return self.fn(*args, **kwargs)
         holder: dict[str, Any] = {}
         if entry is None:
+            blocks, _ = reach or _reachable(self.fn, args, kwargs)
+            why = next(filter(None, (getattr(m, "jit_blocker", None) for m in blocks)), None)
+            if why is not None:
+                self._cache[key] = _EAGER
+                self._warn(why)
+                return self.fn(*args, **kwargs)
             fn = self.fn
 
             def body(*natives: Any) -> Any:
@@ -275,7 +293,7 @@ class Jitted:
         try:
             out = compiled(*inputs)
         except Exception as e:
-            if holder["traces"] == traced_before:
+            if holder["traces"] == traced_before or isinstance(e, DistributedError):
                 raise
             _restore(snapshot, bk)
             self._cache[key] = _EAGER

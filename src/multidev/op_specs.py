@@ -130,6 +130,13 @@ _declare("(weight (n, d), int64 indices)", "layer", "embedding", False)
 _declare("(int64 indices, num_classes)", "index", "one_hot", False)
 _declare("(x)", "keep", "stop_gradient", False)  # the same values without a gradient path
 _declare("(x, weight, bias, eps)", "layer", "layer_norm", False)  # over the last axis
+_declare(  # the fused softmax cross-entropy: -> per-sample (N,), or its mean or sum (0-d)
+    "(logits (N, C), int64 labels (N,), reduction 'mean' | 'sum' | 'none')",
+    "layer",
+    "cross_entropy",
+    False,
+    optional=True,
+)
 _declare("(x, tanh approximation?)", "layer", "gelu", False)
 _declare(
     "(q, k, v, additive mask or None, scale)",

@@ -36,7 +36,8 @@ class DistributedDataParallel(Block):
     At construction it checks that every rank built the same parameters (names, shapes,
     dtypes; else DistributedError on every rank) and copies rank 0's values to all ranks.
     Calling it runs ``net``; after each ``loss.backward()`` every parameter's gradient is the
-    average over ranks. Where the framework has a data-parallel wrapper that averages
+    average over ranks (the first ``backward()`` after a call of this wrapper: a backward
+    through another model leaves this one's gradients alone). Where the framework has a data-parallel wrapper that averages
     gradients during the backward pass (torch ``DistributedDataParallel``,
     ``paddle.DataParallel``), calls go through it, around ``net.native``: each bucket of
     gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
@@ -76,13 +77,15 @@ class DistributedDataParallel(Block):
         self.__dict__["_native_ddp"] = self._native_wrapper(
             named, bucket_cap_mb, bool(find_unused_parameters)
         )
+        self.__dict__["_called"] = False
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
             ddp = ref()
-            if ddp is None or ddp._native_ddp is not None or not ddp._params:
+            if ddp is None or ddp._native_ddp is not None or not ddp._params or not ddp._called:
                 return
             if ddp._params[0]._bk is bk:
+                ddp.__dict__["_called"] = False
                 ddp.average_gradients()
 
         self.__dict__["_hook"] = autograd.register_post_backward_hook(hook)
@@ -138,6 +141,25 @@ class DistributedDataParallel(Block):
             return None
         return wrap(native_module(self.module), self._group, bucket_cap_mb, find_unused)
 
+    @property
+    def jit_blocker(self) -> str | None:
+        """Why ``md.jit`` must run a function that calls this wrapper eagerly, or None: a
+        compiler that follows Python (torch.compile) traces ``backward()`` into its graph,
+        where the gradient hooks of the engine's own wrapper do not run."""
+        if self._native_ddp is None or getattr(self._params[0]._bk, "jit_traces_once", True):
+            return None
+        return (
+            f"the {self._group.engine} data-parallel wrapper averages gradients in autograd "
+            "hooks during backward(), which a compiled step's backward does not run (the "
+            "ranks' parameters would drift apart)"
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # marked here, not in forward: md.jit on MXNet swaps forward for a compiled one
+        if self._native_ddp is None:  # the next backward() averages this model's gradients
+            self.__dict__["_called"] = True
+        return super().__call__(*args, **kwargs)
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         wrapped = self._native_ddp
         if wrapped is None:
@@ -163,10 +185,11 @@ class DistributedDataParallel(Block):
         g = self._group
         if g.world_size == 1 or not self._params:
             return
-        untraceable(
-            "DistributedDataParallel averages gradients with the engine's collectives, which "
-            "a trace-once compiler (tf.function) would pair up wrongly across ranks"
-        )
+        if not g.traceable:
+            untraceable(
+                f"DistributedDataParallel averages gradients with {g.engine}'s collectives, "
+                "which this backend's compiler cannot hold in a traced graph"
+            )
         from ..creation import zeros_like
 
         with autograd.no_grad():

@@ -44,6 +44,9 @@ class Group:
     but ``src`` contributes zeros (exact), for engines without a native broadcast."""
 
     engine = "none"
+    #: whether the collectives may run inside a trace-once compiled function (``md.jit`` on
+    #: TensorFlow): each traced collective then pairs with the same one on every rank
+    traceable = False
 
     def __init__(self, rank: int, world_size: int, local_rank: int, device: Device) -> None:
         self.rank = rank

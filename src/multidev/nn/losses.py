@@ -1,15 +1,17 @@
 """Loss functions (``mse_loss``, ``cross_entropy``) and their layer forms (``MSELoss``,
 ``CrossEntropyLoss``), written with multidev ops so that they differentiate on every backend
-with autograd."""
+with autograd; ``cross_entropy`` runs the framework's fused kernel where the adapter has one."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import dtypes as _dt
 from .. import ops
 from ..creation import arange
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
+from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
 from ..dispatch import wrap as _wrap
 from ..tensors import Tensor
@@ -52,10 +54,44 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     return _reduce(d * d, reduction)
 
 
+def _label_error(classes: int, received: str) -> IndexError:
+    return IndexError(
+        f"Expected class labels in [0, {classes}) for logits of {classes} classes. Received: "
+        f"{received}. Check the labels' encoding (e.g. 1-based labels, or a marker for "
+        "unlabelled samples) and the number of classes."
+    )
+
+
+def _composed_cross_entropy(logits: Tensor, labels: Tensor, reduction: str) -> Tensor:
+    """The cross-entropy from multidev ops, the NumPy reference meaning of the fused op (and
+    its form where an adapter has none): one-hot labels times ``log_softmax``. The labels are
+    checked on the host first, since an out-of-range label would give a zero one-hot row."""
+    shape = logits.shape
+    if labels.size:
+        lo, hi = int(ops.min(labels).item()), int(ops.max(labels).item())
+        if lo < 0 or hi >= shape[-1]:
+            raise _label_error(shape[-1], f"labels in [{lo}, {hi}]")
+    classes = arange(shape[-1], dtype=labels._dtype, device=logits._dev)
+    onehot = ops.astype(ops.expand_dims(labels, -1) == classes, logits._dtype)
+    log_p = _wrap(
+        logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
+    )
+    nll = -ops.sum(onehot * log_p, axis=-1)
+    return _reduce(nll, reduction)
+
+
 def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     """Cross-entropy between ``input`` logits of shape (N, C) (or (C,)) and integer class
     labels ``target`` of shape (N,) (or ()), in [0, C): ``-log_softmax(input)[i, target[i]]``,
-    averaged over the batch (``reduction="mean"``), summed, or per sample (``"none"``)."""
+    averaged over the batch (``reduction="mean"``), summed, or per sample (``"none"``).
+
+    Runs the framework's fused kernel where the adapter lowers the ``cross_entropy`` op
+    (``torch.nn.functional.cross_entropy``, ``tf.nn.sparse_softmax_cross_entropy_with_logits``,
+    ...), else the composed form. Raises TypeError for non-integer labels, ValueError for
+    mismatched shapes, IndexError for labels outside [0, C) (on MXNet, whose engine runs
+    asynchronously, MXNet's error where the loss is read instead; inside ``md.jit``, the
+    framework's own error when the compiled step runs).
+    """
     _check_reduction(reduction)
     logits = _floating(_tensor(input))
     labels = _tensor(target, logits)
@@ -70,13 +106,18 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Tensor:
             f"Expected logits of shape (N, C) with labels of shape (N,), or (C,) with a 0-d "
             f"label. Received: logits {shape} and labels {labels.shape}."
         )
-    classes = arange(shape[-1], dtype=labels._dtype, device=logits._dev)
-    onehot = ops.astype(ops.expand_dims(labels, -1) == classes, logits._dtype)
-    log_p = _wrap(
-        logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
-    )
-    nll = -ops.sum(onehot * log_p, axis=-1)
-    return _reduce(nll, reduction)
+    _check_same(logits, labels)
+    if getattr(logits._bk.ops, "cross_entropy", None) is None or not logits.size:
+        return _composed_cross_entropy(logits, labels, reduction)
+    if labels._dtype is not _dt.int64:
+        labels = ops.astype(labels, _dt.int64)
+    x, y = (logits, labels) if len(shape) == 2 else (logits.reshape(1, -1), labels.reshape(1))
+    try:
+        out = _call(x, "cross_entropy", x._native, y._native, reduction)
+    except IndexError as e:
+        raise _label_error(shape[-1], str(e).strip().splitlines()[0].rstrip(". ")) from e
+    loss = _wrap(logits, out, logits._dtype)
+    return loss.reshape(()) if len(shape) == 1 and reduction == "none" else loss
 
 
 class MSELoss(Block):
