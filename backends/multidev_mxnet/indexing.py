@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from mxnet import np as mnp
 
-from multidev.contract import key_axes
+from multidev.indexing import checked_key
 
 from .fill import exact_float64, full
 
@@ -61,34 +61,22 @@ def _mask_ndim(k) -> int | None:
     return k.ndim if isinstance(k, mnp.ndarray) and k.dtype == _BOOL else None
 
 
-def _checked_write_key(x, key):
-    """``key`` for an assignment, with integer index arrays bounds-checked and made
-    non-negative: MXNet's scatter kernels take them as they are, so a negative or too large
-    index would write outside the array."""
-    items = key if type(key) is tuple else (key,)
-    if not any(isinstance(k, mnp.ndarray) for k in items):
-        return key
-    out = []
-    for k, dim in key_axes(items, x.ndim, _mask_ndim):
-        if isinstance(k, mnp.ndarray) and k.dtype != _BOOL:
-            size = x.shape[dim]
-            k = k.astype(_INT64) if k.dtype != _INT64 else k
-            if k.size:
-                lo, hi = int(k.min()), int(k.max())
-                bad = hi if hi >= size else (lo if lo < -size else None)
-                if bad is not None:
-                    raise IndexError(
-                        f"index {bad} is out of bounds for axis {dim} with size {size}"
-                    )
-                if lo < 0:
-                    k = k + (k < 0).astype(_INT64) * size
-        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
-            size = x.shape[dim]
-            if not -size <= k < size:
-                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {size}")
-            k = int(k) % size
-        out.append(k)
-    return tuple(out)
+def _index(k, size: int):
+    """An integer index array as int64, bounds-checked and with negative entries counted from
+    the end: MXNet's scatter kernels take indices as they are, so a negative or too large one
+    would write outside the array."""
+    k = k.astype(_INT64) if k.dtype != _INT64 else k
+    if k.size:
+        lo, hi = int(k.min()), int(k.max())
+        bad = hi if hi >= size else (lo if lo < -size else None)
+        if bad is not None:
+            raise IndexError(
+                f"Expected indices in [-{size}, {size}). Received: index {bad}, which is out of "
+                f"bounds for an axis of size {size}"
+            )
+        if lo < 0:
+            k = k + (k < 0).astype(_INT64) * size
+    return k
 
 
 def _write_zero_dim(x, key, value) -> None:
@@ -125,7 +113,7 @@ def setitem(x, key, value):
     if _has_array(key):
         if 0 in x.shape:  # nothing to write (MXNet's scatter kernels crash on it)
             return x
-        key = _checked_write_key(x, key)
+        key = checked_key(key, x.shape, _mask_ndim, _index)
     try:
         x[key] = value
     except IndexError:

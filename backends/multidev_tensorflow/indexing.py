@@ -13,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from multidev.contract import key_axes
+from multidev.indexing import Gather, checked_key, gather, is_full
 
 __all__ = ["getitem", "setitem"]
 
 _TENSORS = (tf.Tensor, tf.Variable)
-_FULL = slice(None)
 _INDEX_DTYPES = (tf.int32, tf.int64)
 
 
@@ -47,7 +46,7 @@ def getitem(x, key):
     try:
         if not _needs_advanced(keys):
             return x[key]
-        return _advanced(x, keys)
+        return gather(x, keys, x.shape.as_list(), _GATHER, _mask_ndim)
     except tf.errors.InvalidArgumentError as e:
         raise IndexError(
             f"Expected indices within shape {tuple(x.shape)}. Received: {_describe(key)} "
@@ -58,18 +57,7 @@ def getitem(x, key):
 def _take(x, ints: tuple):
     """Integer keys through gather (TensorFlow's strided slicing costs several times more)."""
     shape = x.shape.as_list()
-    if len(ints) > len(shape):
-        raise IndexError(
-            f"Expected at most {len(shape)} indices for a {len(shape)}-d tensor. Received: {ints}"
-        )
-    pos = []
-    for i, n in zip(ints, shape[: len(ints)], strict=True):
-        if not -n <= i < n:
-            raise IndexError(
-                f"Expected indices within shape {tuple(shape)}. Received: {list(ints)} "
-                f"(index {i} is out of range for an axis of length {n})"
-            )
-        pos.append(i + n if i < 0 else i)
+    pos = checked_key(ints, shape, _mask_ndim, _index)[: len(ints)]
     if len(pos) == 1:
         return tf.gather(x, pos[0])
     if len(pos) > _GATHER_ND_COLUMNS:
@@ -104,125 +92,40 @@ def _describe(key) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _as_tensor(k):
-    """Lists and NumPy arrays in a key become tensors; Python and 0-d bools become bools."""
-    if isinstance(k, (list, np.ndarray)):
-        arr = np.asarray(k)
-        if arr.dtype.kind != "b":
-            arr = arr.astype(np.int64)
-        return tf.constant(arr)
-    if isinstance(k, np.bool_):
-        return bool(k)
-    if isinstance(k, _TENSORS) and k.dtype == tf.bool and k.shape.rank == 0:
-        return bool(k)
-    if isinstance(k, np.integer):
-        return int(k)
-    return k
-
-
 def _index(k, n: int):
     """An int64 index tensor with negative entries counted from the end of a length-n axis."""
-    if isinstance(k, int):
-        if not -n <= k < n:
-            raise IndexError(f"Expected an index in [-{n}, {n}). Received: {k}")
-        return tf.constant(k % n if n else k, tf.int64)
     if k.dtype not in _INDEX_DTYPES:
         k = tf.cast(k, tf.int64)
-    if k.dtype.is_unsigned:
-        return k
-    return tf.where(k < 0, k + n, k)
+    return k if k.dtype.is_unsigned else tf.where(k < 0, k + n, k)
 
 
 def _mask_ndim(k) -> int | None:
     return k.shape.rank if isinstance(k, _TENSORS) and k.dtype == tf.bool else None
 
 
-def _advanced(x, keys: tuple):
-    shape = x.shape.as_list()
-    items = key_axes(tuple(_as_tensor(k) for k in keys), len(shape), _mask_ndim)
-    basic: list = []
-    adv: list = []  # (axis of the basic-indexed tensor, int64 index tensor)
-    arrays = 0
-    mask_at = None
-    axis = 0
-    for k, dim in items:
-        if k is None:
-            basic.append(None)
-            axis += 1
-        elif isinstance(k, bool):
-            basic.append(None)
-            adv.append((axis, tf.zeros((int(k),), tf.int64)))
-            arrays += 1
-            axis += 1
-        elif isinstance(k, slice):
-            basic.append(k)
-            axis += 1
-        elif isinstance(k, _TENSORS) and k.dtype == tf.bool:
-            m = k.shape.rank
-            if k.shape.as_list() != shape[dim : dim + m]:
-                raise IndexError(
-                    f"Expected a boolean mask of shape {tuple(shape[dim : dim + m])} at axis {dim}. "
-                    f"Received: shape {tuple(k.shape)}"
-                )
-            coords = tf.where(k)
-            mask_at = (axis, k)
-            for j in range(m):
-                basic.append(_FULL)
-                adv.append((axis, coords[:, j]))
-                axis += 1
-            arrays += 1
-        else:
-            basic.append(_FULL)
-            adv.append((axis, _index(k, shape[dim])))
-            arrays += isinstance(k, _TENSORS)
-            axis += 1
-    if any(b is None or b != _FULL for b in basic):
-        x = x[tuple(basic)]
-    if mask_at is not None and arrays == 1 and len(adv) == mask_at[1].shape.rank:
-        return tf.boolean_mask(x, mask_at[1], axis=mask_at[0])
-    if len(adv) == 1:
-        return tf.gather(x, adv[0][1], axis=adv[0][0])
-    return _gather_nd(x, adv)
+def _take_nd(x, idxs: list, shape: tuple):
+    """x at the positions ``idxs`` give for its leading axes: ``tf.gather_nd``, or one gather
+    on the merged leading axes where there are more than it takes."""
+    idx = tf.stack([tf.broadcast_to(tf.cast(i, tf.int64), shape) for i in idxs], axis=-1)
+    if len(idxs) <= _GATHER_ND_COLUMNS:
+        return tf.gather_nd(x, idx)
+    strides = np.cumprod([1, *x.shape.as_list()[len(idxs) - 1 : 0 : -1]])[::-1]
+    flat = tf.tensordot(idx, tf.constant(strides, tf.int64), 1)
+    return tf.gather(_merge_leading(x, len(idxs)), flat)
 
 
-def _gather_nd(x, adv: list):
-    axes = [a for a, _ in adv]
-    shapes = [tuple(i.shape) for _, i in adv]
-    try:
-        bshape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise IndexError(
-            f"Expected index arrays that broadcast together. Received: shapes {shapes}"
-        ) from None
-    idx = tf.stack([tf.broadcast_to(tf.cast(i, tf.int64), bshape) for _, i in adv], axis=-1)
-    rank = x.shape.rank
-    rest = [d for d in range(rank) if d not in axes]
-    perm = axes + rest
-    if perm != list(range(rank)):
-        x = tf.transpose(x, perm)
-    if len(axes) > _GATHER_ND_COLUMNS:
-        strides = np.cumprod([1, *x.shape.as_list()[len(axes) - 1 : 0 : -1]])[::-1]
-        flat = tf.tensordot(tf.cast(idx, tf.int64), tf.constant(strides, tf.int64), 1)
-        out = tf.gather(_merge_leading(x, len(axes)), flat)
-    else:
-        out = tf.gather_nd(x, idx)
-    first = axes[0]
-    if first > 0 and axes == list(range(first, first + len(axes))):
-        nb = len(bshape)
-        order = [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(rest))]
-        out = tf.transpose(out, order)
-    return out
+_GATHER = Gather(
+    constant=tf.constant,
+    indices=_index,
+    nonzero=lambda m: tf.unstack(tf.where(m), num=m.shape.rank, axis=1),
+    take=lambda x, idx, axis: tf.gather(x, idx, axis=axis),
+    take_nd=_take_nd,
+    permute=tf.transpose,
+    mask=lambda x, m, axis: tf.boolean_mask(x, m, axis=axis),
+)
 
 
 # ---------------------------------------------------------------- writing
-
-
-def _is_full(key) -> bool:
-    if key is Ellipsis or (type(key) is slice and key == _FULL):
-        return True
-    return type(key) is tuple and all(
-        k is Ellipsis or (type(k) is slice and k == _FULL) for k in key
-    )
 
 
 def _value(x, value):
@@ -251,7 +154,7 @@ def _broadcast(v, shape: list):
 
 def _replace(x, key, v):
     shape = x.shape.as_list()
-    if _is_full(key):
+    if is_full(key):
         return _broadcast(v, shape)
     size = int(np.prod(shape, dtype=np.int64))
     positions = getitem(tf.reshape(tf.range(size, dtype=tf.int64), shape), key)
@@ -269,7 +172,7 @@ def setitem(x, key, value):
         if not isinstance(x, tf.Variable):
             return _replace(x, key, v)
         keys = key if type(key) is tuple else (key,)
-        if _is_full(key):
+        if is_full(key):
             x.assign(_broadcast(v, x.shape.as_list()))
         elif not _needs_advanced(keys):
             part = x[key]
