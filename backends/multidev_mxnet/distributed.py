@@ -22,18 +22,28 @@ __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
 class _Keys:
     """One kvstore key per (shape, dtype, slot), initialised the first time it is used (a
     collective on ``dist_sync``: every rank uses the same shapes in the same order). Arrays
-    pushed together in one call take slots 0, 1, … so that no two share a key."""
+    pushed together in one call take slots 0, 1, … so that no two share a key.
+
+    A key used again waits until the previous pull through it has arrived: the server sums
+    the pushes of a key in the order they come, so a rank's next push on it must not overtake
+    the other ranks' previous one (two same-shaped buckets of one step, or two all-reduces of
+    same-shaped arrays, would otherwise swap sums between ranks)."""
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv
         self.keys: dict[tuple, str] = {}
+        self.pulling: dict[str, Any] = {}
 
     def __call__(self, x: Any, slot: int = 0) -> str:
+        """The key for pushing ``x`` and pulling into it (``x`` is the pull's target)."""
         sig = (tuple(x.shape), str(x.dtype), slot)
         key = self.keys.get(sig)
         if key is None:
             key = self.keys[sig] = f"multidev{len(self.keys)}"
             self.kv.init(key, mx.nd.zeros(x.shape, ctx=x.ctx, dtype=x.dtype))
+        else:
+            self.pulling[key].wait_to_read()
+        self.pulling[key] = x
         return key
 
 
