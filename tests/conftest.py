@@ -39,3 +39,17 @@ def run_python(
 def run_python_fixture() -> RunPython:
     """``run_python(code, *argv, timeout=300, check=True, **env)``: a fresh interpreter."""
     return run_python
+
+
+def assert_ranks_match(one: str | os.PathLike, two: str | os.PathLike, ranks: int = 2) -> None:
+    """Every rank's ``rank<r>.npz`` under ``two`` holds the arrays of ``one/rank0.npz`` (the
+    single-process run) within 1e-6 relative (norm of the difference over the norm)."""
+    import numpy as np
+
+    ref = np.load(os.path.join(one, "rank0.npz"))
+    for rank in range(ranks):
+        got = np.load(os.path.join(two, f"rank{rank}.npz"))
+        assert sorted(got.files) == sorted(ref.files)
+        for key in ref.files:
+            err = np.linalg.norm(got[key] - ref[key]) / np.linalg.norm(ref[key])
+            assert err <= 1e-6, (rank, key, err)

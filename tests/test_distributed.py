@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_ranks_match
 
 import multidev as md
 from multidev import distributed as dist
@@ -107,13 +108,7 @@ def test_two_processes_on_half_batches_end_like_one_on_the_whole_batch(tmp_path,
     args = ["--bucket-cap-mb", str(1 / 1024), "--out-dir", str(tmp_path / "two")]
     res = _launch(["examples/ddp_mlp.py", *args])
     assert res.returncode == 0, res.stdout + res.stderr
-    one = np.load(tmp_path / "one" / "rank0.npz")
-    for rank in (0, 1):
-        two = np.load(tmp_path / "two" / f"rank{rank}.npz")
-        assert sorted(two.files) == sorted(one.files)
-        for key in one.files:
-            err = np.linalg.norm(two[key] - one[key]) / np.linalg.norm(one[key])
-            assert err <= 1e-6, (rank, key, err)
+    assert_ranks_match(tmp_path / "one", tmp_path / "two")
 
 
 KILLED = """
