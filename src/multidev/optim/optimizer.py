@@ -32,7 +32,7 @@ from ..dispatch import check_same as _check_same
 from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..errors import StateDictError
-from ..nn.parameter import clear_grads
+from ..nn.parameter import Parameter, clear_grads
 from ..tensors import Tensor
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
@@ -55,7 +55,9 @@ def _check_lr(lr: Any) -> None:
 class _Updates:
     """The ``data += alpha * update`` of one ``step()``, queued and applied together: one
     ``add_scaled_many_`` call per adapter, device, dtype and alpha (the per-pair
-    ``add_scaled_`` where an adapter lacks the hook)."""
+    ``add_scaled_`` where an adapter lacks the hook). ``data`` may be the Parameter itself:
+    the update goes into its framework tensor with recording paused (``step()`` pauses it),
+    without a ``p.data`` view per parameter and step."""
 
     def __init__(self) -> None:
         self._queued: dict[tuple, tuple[list[Tensor], list[Any]]] = {}
@@ -88,7 +90,12 @@ class _Updates:
                 else:
                     outs = _on(bk, dev, many, xs, us, alpha)
                 for d, out in zip(datas, outs, strict=True):
-                    d._native = out
+                    if out is d._native:
+                        continue
+                    if isinstance(d, Parameter):  # a replacement: its values go into p's storage
+                        d.data = _new_tensor(out, bk, dev, d._dtype)
+                    else:
+                        d._native = out
         finally:
             self._queued.clear()
 
@@ -149,8 +156,6 @@ class Optimizer:
 
     def add_param_group(self, group: dict[str, Any]) -> None:
         """Add parameters with their own hyperparameters (missing ones take the defaults)."""
-        from ..nn.parameter import Parameter
-
         if not isinstance(group, dict) or "params" not in group:
             raise TypeError(
                 "Expected a parameter group: a dict with a 'params' entry. "
@@ -231,7 +236,8 @@ class Optimizer:
         raise NotImplementedError
 
     def _add_scaled_(self, data: Tensor, update: Tensor, alpha: float) -> None:
-        """``data += alpha * update``, applied with the step's other updates at its end."""
+        """``data += alpha * update`` (``data``: a Parameter or a view of one), applied with
+        the step's other updates at its end."""
         self._updates.add(data, update, alpha)
 
     # ------------------------------------------------------------------ state
@@ -318,9 +324,9 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
 
-def _decayed(grad: Tensor, data: Tensor, wd: float) -> Tensor:
+def _decayed(grad: Tensor, p: Any, wd: float) -> Tensor:
     """``grad + wd * p`` (L2 weight decay folded into the gradient), or ``grad``."""
-    return grad + data * wd if wd else grad
+    return grad + p.data * wd if wd else grad
 
 
 class SGD(Optimizer):
@@ -358,8 +364,7 @@ class SGD(Optimizer):
         )
 
     def _update(self, p, grad, group, state):
-        data = p.data
-        grad = _decayed(grad, data, group["weight_decay"])
+        grad = _decayed(grad, p, group["weight_decay"])
         momentum = group["momentum"]
         if momentum:
             buf = state.get("momentum_buffer")
@@ -369,7 +374,7 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad * (1 - group["dampening"])
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        self._add_scaled_(data, grad, -group["lr"])
+        self._add_scaled_(p, grad, -group["lr"])
 
 
 class Adam(Optimizer):
@@ -410,8 +415,8 @@ class Adam(Optimizer):
         )
 
     def _update(self, p, grad, group, state):
-        data = p.data
         if not state:
+            data = p.data
             state["step"] = 0
             state["exp_avg"] = zeros_like(data)
             state["exp_avg_sq"] = zeros_like(data)
@@ -422,9 +427,10 @@ class Adam(Optimizer):
         step = state["step"] = state["step"] + 1
         if self._decoupled:
             if wd:
+                data = p.data
                 data *= 1 - lr * wd
         else:
-            grad = _decayed(grad, data, wd)
+            grad = _decayed(grad, p, wd)
         m = state["exp_avg"]
         m = state["exp_avg"] = m + (grad - m) * (1 - beta1)
         v = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + grad * grad * (1 - beta2)
@@ -432,7 +438,7 @@ class Adam(Optimizer):
             v = state["max_exp_avg_sq"] = ops.maximum(state["max_exp_avg_sq"], v)
         step_size = lr / (1 - beta1**step)
         denom = ops.sqrt(v) / math.sqrt(1 - beta2**step) + group["eps"]
-        self._add_scaled_(data, m / denom, -step_size)
+        self._add_scaled_(p, m / denom, -step_size)
 
 
 class AdamW(Adam):
@@ -487,9 +493,9 @@ class RMSprop(Optimizer):
         _check("momentum", group["momentum"], group["momentum"] >= 0, "to be >= 0")
 
     def _update(self, p, grad, group, state):
-        data = p.data
         alpha, momentum = group["alpha"], group["momentum"]
         if not state:
+            data = p.data
             state["step"] = 0
             state["square_avg"] = zeros_like(data)
             if momentum > 0:
@@ -497,7 +503,7 @@ class RMSprop(Optimizer):
             if group["centered"]:
                 state["grad_avg"] = zeros_like(data)
         state["step"] += 1
-        grad = _decayed(grad, data, group["weight_decay"])
+        grad = _decayed(grad, p, group["weight_decay"])
         v = state["square_avg"] = state["square_avg"] * alpha + grad * grad * (1 - alpha)
         if group["centered"]:
             g = state["grad_avg"]
@@ -507,9 +513,9 @@ class RMSprop(Optimizer):
             avg = ops.sqrt(v) + group["eps"]
         if momentum > 0:
             buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
-            self._add_scaled_(data, buf, -group["lr"])
+            self._add_scaled_(p, buf, -group["lr"])
         else:
-            self._add_scaled_(data, grad / avg, -group["lr"])
+            self._add_scaled_(p, grad / avg, -group["lr"])
 
 
 class Adagrad(Optimizer):
@@ -546,9 +552,8 @@ class Adagrad(Optimizer):
         return {"step": 0, "sum": full_like(p.data, group["initial_accumulator_value"])}
 
     def _update(self, p, grad, group, state):
-        data = p.data
         step = state["step"] = state["step"] + 1
-        grad = _decayed(grad, data, group["weight_decay"])
+        grad = _decayed(grad, p, group["weight_decay"])
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         s = state["sum"] = state["sum"] + grad * grad
-        self._add_scaled_(data, grad / (ops.sqrt(s) + group["eps"]), -clr)
+        self._add_scaled_(p, grad / (ops.sqrt(s) + group["eps"]), -clr)
