@@ -16,7 +16,7 @@ from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 from multidev.distributed.launch import Proc
 
-from .updates import add_scaled_many_
+from .updates import invoke, op_handle
 
 __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
 
@@ -84,6 +84,8 @@ class _PushPull:
         return all(r() is x for r, x in zip(self.refs, xs, strict=True))
 
 
+_MUL_SCALAR = op_handle("_mul_scalar")
+_SCALAR = ["scalar"]
 #: lists of arrays whose ``_PushPull`` is kept (a model's buckets)
 _PUSHES_KEPT = 64
 
@@ -109,10 +111,11 @@ class MXNetGroup(Group):
 
     def average(self, xs: list[Any]) -> list[Any]:
         """One ``pushpull`` of the whole list (a key per array: no concatenation, no copy
-        back), the server's sums pulled straight into ``xs``, then divided in place by the
-        optimiser's grouped update kernel (``x += (1/world_size - 1) * x``: one or two
-        engine operations for a model's gradients, not one division per array). The same
-        list again (a DDP bucket, every step) reuses its keys and C arrays."""
+        back), the server's sums pulled straight into ``xs``, then each multiplied in place
+        by ``1/world_size`` (MXNet's ``_mul_scalar``, an operation per array: the grouped
+        update kernel walks its largest array's size for every array, which for a model's
+        gradients took about twice as long). The same list again (a DDP bucket, every step)
+        reuses its keys and C arrays."""
         plan = self._pushes.get(tuple(map(id, xs)))
         if plan is not None and plan.fits(xs):
             self._key.again(plan.keys, xs)
@@ -127,7 +130,9 @@ class MXNetGroup(Group):
                 self.kv.handle, n, plan.ckeys, n, plan.ckeys, plan.handles, plan.handles, 0
             )
         )
-        add_scaled_many_(xs, xs, 1.0 / self.world_size - 1.0)
+        scale = [repr(1.0 / self.world_size)]
+        for x in xs:
+            invoke(_MUL_SCALAR, [x], _SCALAR, scale, x)
         return xs
 
     def barrier(self) -> None:
