@@ -24,7 +24,8 @@ __all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
 class _Keys:
     """One kvstore key per (shape, dtype, slot), initialised the first time it is used (a
     collective on ``dist_sync``: every rank uses the same shapes in the same order). Arrays
-    pushed together in one call take slots 0, 1, … so that no two share a key. Keys are
+    pushed together in one call take slots 0, 1, … so that no two share a key, and a DDP
+    bucket's slots are (bucket, 0), (bucket, 1), … so that two buckets share none either. Keys are
     integers from ``FIRST`` on: a program's own integer keys below it (a gluon ``Trainer``
     numbers its parameters from 0) share the kvstore with them.
 
@@ -43,7 +44,7 @@ class _Keys:
         self.keys: dict[tuple, int] = {}
         self.pulling: dict[int, Any] = {}
 
-    def __call__(self, x: Any, slot: int = 0) -> int:
+    def __call__(self, x: Any, slot: Any = 0) -> int:
         """The key for pushing ``x`` and pulling into it (``x`` is the pull's target)."""
         sig = (tuple(x.shape), str(x.dtype), slot)
         key = self.keys.get(sig)
@@ -109,20 +110,20 @@ class MXNetGroup(Group):
         self.kv.pushpull(key, nd, out=nd)
         return x
 
-    def average(self, xs: list[Any]) -> list[Any]:
+    def average(self, xs: list[Any], bucket: int = 0) -> list[Any]:
         """One ``pushpull`` of the whole list (a key per array: no concatenation, no copy
         back), the server's sums pulled straight into ``xs``, then each multiplied in place
         by ``1/world_size`` (MXNet's ``_mul_scalar``, an operation per array: the grouped
         update kernel walks its largest array's size for every array, which for a model's
         gradients took about twice as long). The same list again (a DDP bucket, every step)
-        reuses its keys and C arrays."""
+        reuses its keys and C arrays; bucket ``bucket`` has keys of its own."""
         plan = self._pushes.get(tuple(map(id, xs)))
         if plan is not None and plan.fits(xs):
             self._key.again(plan.keys, xs)
         else:
             if len(self._pushes) >= _PUSHES_KEPT:
                 self._pushes.clear()
-            plan = _PushPull(xs, [self._key(x, i) for i, x in enumerate(xs)])
+            plan = _PushPull(xs, [self._key(x, (bucket, i)) for i, x in enumerate(xs)])
             self._pushes[tuple(map(id, xs))] = plan
         n = ctypes.c_uint(len(xs))
         mx.base.check_call(
