@@ -9,7 +9,8 @@ Each configuration runs under ``multidev launch`` (every side starts the engine 
 After ``--warmup`` steps, rank 0 times ``--rounds`` rounds of ``--steps`` steps of every
 side between two barriers, alternating the sides' order each round so that a change in the
 machine's load hits them alike. Writes ``benchmarks/results/ddp_<backend>.{json,md}``; the
-ratio is the median multidev time per step over the median native one (1.00 = as fast). On
+ratio is the median multidev time per step over the median native one (1.00 = as fast); the
+CPU time per step (rank 0's process, all its threads, median round) is given beside it. On
 a machine with fewer free cores than processes the 2-process figures include contention.
 """
 
@@ -227,13 +228,15 @@ def _barrier(backend: str):
     return barrier
 
 
-def _timed(step, batches, barrier) -> float:
+def _timed(step, batches, barrier) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (this process, all its threads) per step of one round."""
     barrier()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for X, y in batches:
         step(X, y)
     barrier()
-    return (time.perf_counter() - start) / len(batches)
+    n = len(batches)
+    return (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -253,15 +256,20 @@ def worker(args: argparse.Namespace) -> None:
         for X, y in batches[: args.warmup]:
             step(X, y)
     times: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
     for r in range(args.rounds):
         for n in names if r % 2 == 0 else names[::-1]:
-            times[n].append(_timed(steps[n], batches[args.warmup :], _barrier(backend)))
+            wall, used = _timed(steps[n], batches[args.warmup :], _barrier(backend))
+            times[n].append(wall)
+            cpu[n].append(used)
     if rank == 0:
-        print("RESULT " + json.dumps({"procs": world, "step_s": times}), flush=True)
+        print("RESULT " + json.dumps({"procs": world, "step_s": times, "cpu_s": cpu}), flush=True)
     dist.destroy_process_group()
 
 
 def _run(backend: str, sides: list[str], procs: int, args: argparse.Namespace) -> dict:
+    """The RESULT of rank 0: per-round wall (``step_s``) and CPU (``cpu_s``) seconds per
+    step of every side."""
     cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", str(procs), __file__]
     cmd += ["--worker", ",".join(sides), "--steps", str(args.steps), "--batch", str(args.batch)]
     cmd += ["--warmup", str(args.warmup), "--rounds", str(args.rounds)]
@@ -270,17 +278,15 @@ def _run(backend: str, sides: list[str], procs: int, args: argparse.Namespace) -
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     for line in out.stdout.splitlines():
         if "RESULT " in line:
-            return json.loads(line.split("RESULT ", 1)[1])["step_s"]
+            return json.loads(line.split("RESULT ", 1)[1])
     raise RuntimeError(f"{backend} {sides} x{procs} failed:\n{out.stdout}\n{out.stderr}")
 
 
-def measure(backend: str, procs: int, args: argparse.Namespace) -> dict[str, list[float]]:
-    """Per-round seconds per step of every side with ``procs`` workers. Both sides share each
-    process (rounds interleaved) except on MXNet, where a gluon ``Trainer`` puts its optimiser
-    on the kvstore's server, so each side gets a job of its own."""
+def measure(backend: str, procs: int, args: argparse.Namespace) -> dict[str, dict]:
+    """Per-round wall and CPU seconds per step of every side with ``procs`` workers. The sides share each
+    process, their rounds interleaved (on MXNet they share the kvstore too: the gluon
+    ``Trainer`` numbers its keys from 0, multidev's start above them)."""
     sides = [*MD.get(backend, ("md",)), *NATIVE.get(backend, ("native",))]
-    if backend == "mxnet":
-        return {s: _run(backend, [s], procs, args)[s] for s in sides}
     return _run(backend, sides, procs, args)
 
 
@@ -298,9 +304,15 @@ def main() -> int:
         return 0
     rows = []
     for procs in (1, 2):
-        times = measure(args.backend, procs, args)
+        got = measure(args.backend, procs, args)
+        times = got["step_s"]
         med = {s: statistics.median(t) for s, t in times.items()}
-        row = {"procs": procs, "step_ms": {s: m * 1e3 for s, m in med.items()}, "rounds_s": times}
+        row = {
+            "procs": procs,
+            "step_ms": {s: m * 1e3 for s, m in med.items()},
+            "cpu_ms": {s: statistics.median(t) * 1e3 for s, t in got["cpu_s"].items()},
+            "rounds_s": times,
+        }
         row["ratio"] = {
             s: med[AGAINST.get((args.backend, s), "md")] / m
             for s, m in med.items()
@@ -320,8 +332,9 @@ def main() -> int:
     out = HERE / "results" / f"ddp_{args.backend}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        "| backend | processes | multidev ms/step | native | ms/step | ratio |",
-        "|---|---|---|---|---|---|",
+        "| backend | processes | multidev ms/step | native | ms/step | ratio | CPU ms/step "
+        "(multidev / native) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         for side, ratio in r["ratio"].items():
@@ -329,7 +342,8 @@ def main() -> int:
             label = f" ({LABELS[args.backend, mine]})" if mine != "md" else ""
             lines.append(
                 f"| {args.backend} | {r['procs']} | {r['step_ms'][mine]:.2f}{label} | "
-                f"{LABELS[args.backend, side]} | {r['step_ms'][side]:.2f} | {ratio:.2f} |"
+                f"{LABELS[args.backend, side]} | {r['step_ms'][side]:.2f} | {ratio:.2f} | "
+                f"{r['cpu_ms'][mine]:.2f} / {r['cpu_ms'][side]:.2f} |"
             )
     table = "\n".join(lines)
     (HERE / "results" / f"ddp_{args.backend}.md").write_text(table + "\n")

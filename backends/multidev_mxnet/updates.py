@@ -7,8 +7,9 @@ tensor's element count for every tensor of the call. Tensors are therefore group
 largest first, a tensor joins the current group while the elements the kernel would walk for
 it beyond its own (the group's largest size minus its size) cost less than an engine operation
 of its own (``CALL_ELEMENTS``). Each group is one ``multi_sgd_update`` (a group of one, one
-``sgd_update``). For a 256-wide MLP that is one operation for all six tensors; for a 1024-wide
-one, one for the two weight matrices and one for the rest.
+``sgd_update``). For a 256-wide MLP (two 256 x 256 weights) that is one operation for the two
+weight matrices and one for the rest; for a 64-256-256-10 one, the 256 x 256 weight alone and
+one operation for the other five tensors.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ def invoke(op: int, args: list, keys: list, vals: list, out: Any) -> None:
 #: pairs per ``multi_sgd_update`` call: the size of the kernel's fixed parameter block
 MULTI_UPDATE_MAX = 60
 #: the cost of one engine operation counted in elements the update kernel walks: a round
-#: estimate (tens of microseconds a call against about a nanosecond an element on a CPU)
-CALL_ELEMENTS = 65536
+#: estimate (tens of microseconds a call, Python and engine, against a few nanoseconds an
+#: element on a CPU; with 65536 the six tensors of a 64-256-256-10 MLP took one call walking
+#: 6 x 65536 elements, about twice the time of two calls)
+CALL_ELEMENTS = 16384
 
 
 def groups(sizes: list[int]) -> list[list[int]]:

@@ -97,7 +97,7 @@ class TFGroup(Group):
     def all_reduce(self, x: Any) -> Any:
         return self._collective("sum", tf.convert_to_tensor(x))
 
-    def average(self, xs: list[Any]) -> list[Any]:
+    def average(self, xs: list[Any], bucket: int = 0) -> list[Any]:
         """One collective call for the whole list: ``MultiWorkerMirroredStrategy`` packs the
         arrays into one all-reduce (concatenated, reduced, split), then divides."""
         return list(self._collective("mean", [tf.convert_to_tensor(x) for x in xs]))

@@ -193,9 +193,9 @@ class DistributedDataParallel(Block):
         from ..creation import zeros_like
 
         with autograd.no_grad():
-            for bucket in self._buckets():
+            for index, bucket in enumerate(self._buckets()):
                 natives = [self._grad_buffer(p)._native for p in bucket]
-                means = g.average(natives)
+                means = g.average(natives, index)
                 if means is not None:
                     for p, x, m in zip(bucket, natives, means, strict=True):
                         if m is not x:

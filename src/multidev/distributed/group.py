@@ -63,11 +63,13 @@ class Group:
         """Rank ``src``'s values of native ``x``."""
         return self.all_reduce(x if self.rank == src else x * 0)
 
-    def average(self, xs: list[Any]) -> list[Any] | None:
+    def average(self, xs: list[Any], bucket: int = 0) -> list[Any] | None:
         """The mean over every rank of each native array of ``xs``, by one engine call for
         the whole list: written into the arrays of ``xs`` themselves where the framework's
         arrays are mutable (and those returned), new arrays otherwise; None where the engine
-        has no such call (the caller then all-reduces a flattened copy)."""
+        has no such call (the caller then all-reduces a flattened copy). ``bucket`` numbers
+        the caller's lists (``DistributedDataParallel``'s bucket index), so that an engine
+        that keys its collectives gives each list keys of its own."""
         return None
 
     def barrier(self) -> None:
