@@ -1,5 +1,5 @@
-"""MXNet's optimiser path: the SGD update grouped into few ``multi_sgd_update`` operations (sizes
-alike share one), the grouped update equal to one ``sgd_update`` per tensor, and ``zero_grad``
+"""MXNet's optimiser path: the SGD update of small tensors grouped into few ``multi_sgd_update``
+operations (a large tensor gets its own ``sgd_update``), the grouped update equal to one ``sgd_update`` per tensor, and ``zero_grad``
 clearing the gradient buffers gluon holds, also after gluon reallocated them."""
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ def test_an_mlps_tensors_make_few_groups(width):
     # the weights and biases of a 3-layer MLP (width x width twice, 10 x width)
     sizes = [width * width, width, width * width, width, 10 * width, 10]
     groups = _check_groups(sizes)
-    # equal sizes share a group; no more groups than distinct size bands
-    assert any({0, 2} <= set(g) for g in groups)
-    assert len(groups) <= 2
+    large = [i for i, n in enumerate(sizes) if n > updates.CALL_ELEMENTS]
+    # a tensor larger than one operation's cost is updated alone; the small ones share one
+    for i in large:
+        assert [i] in groups
+    assert len(groups) == len(large) + 1
     assert len(groups) < len(sizes)
 
 
