@@ -10,6 +10,7 @@ stays on that device.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import operator
 import os
 import sys
@@ -348,6 +349,16 @@ class Extension:
         return fn
 
 
+#: the class attributes ``AdapterBase`` takes from an adapter package's modules where the
+#: ``Backend`` class does not set them: attribute -> (module of the package, its name there)
+_LAYOUT = {
+    "dtypes": ("dtypes", "NATIVE"),
+    "ops": ("ops", "OPS"),
+    "linalg": ("linalg", "LINALG"),
+    "fft": ("linalg", "FFT"),
+}
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
     creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
@@ -367,7 +378,8 @@ class AdapterBase:
     capabilities: frozenset[str] = frozenset()
     scoped_devices: frozenset[Device] = frozenset()
     tensor_types: tuple[type, ...] = ()
-    #: multidev dtype -> the framework's dtype, for every dtype the framework has
+    #: multidev dtype -> the framework's dtype, for every dtype the framework has; by default
+    #: the adapter package's ``dtypes.NATIVE``
     dtypes: ClassVar[Mapping[DType, Any]] = {}
     #: what to use instead of a multidev dtype the framework lacks (``{md.int16: "md.int32"}``)
     dtype_alternatives: ClassVar[Mapping[DType, str]] = {}
@@ -375,7 +387,7 @@ class AdapterBase:
     convert_hint = "Convert it to one of those first."
     #: how to move a native tensor off a place multidev does not know, for the error message
     move_hint = "Move it to the CPU first."
-    #: the op table, set by each adapter (``op_table(...)``)
+    #: the op table (``op_table(...)``); by default the adapter package's ``ops.OPS``
     ops: OpTable
     #: the framework's creation functions ``full(shape, value, dtype, device)`` and
     #: ``empty(shape, dtype, device)``, called with its own dtype and device (None: through
@@ -390,11 +402,6 @@ class AdapterBase:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "dtypes" in cls.__dict__:
-            cls._md_dtypes = {v: k for k, v in cls.dtypes.items()}
-            # framework dtype objects live as long as the framework: look them up by identity
-            # first (a dictionary lookup by hash is slow for some of them)
-            cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
         package, _, module = cls.__module__.rpartition(".")
         if module == "backend" and package:  # an adapter package laid out as docs/adapters.md says
             names = getattr(sys.modules.get(package), "FRAMEWORK", None)
@@ -402,9 +409,20 @@ class AdapterBase:
                 cls.framework = names
             if "reference" not in cls.__dict__:
                 cls.reference = f"{package}.reference"
+            for attr, (sibling, name) in _LAYOUT.items():
+                if attr not in cls.__dict__ and importlib.util.find_spec(f"{package}.{sibling}"):
+                    found = getattr(importlib.import_module(f"{package}.{sibling}"), name, None)
+                    if found is not None:
+                        setattr(cls, attr, found)
+        if "dtypes" in cls.__dict__:
+            cls._md_dtypes = {v: k for k, v in cls.dtypes.items()}
+            # framework dtype objects live as long as the framework: look them up by identity
+            # first (a dictionary lookup by hash is slow for some of them)
+            cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
-    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions (none by default)
+    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions: by default the adapter
+    #: package's ``linalg.LINALG`` and ``linalg.FFT``, else none
     linalg: ClassVar[Extension] = Extension()
     fft: ClassVar[Extension] = Extension()
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
