@@ -37,6 +37,7 @@ __all__ = [
     "EagerAutograd",
     "Extension",
     "Framework",
+    "NoKernel",
     "OpTable",
     "dtype_error",
     "env_count",
@@ -47,6 +48,7 @@ __all__ = [
     "op_table",
     "reduction",
     "vector_matmul",
+    "widening",
 ]
 
 
@@ -694,6 +696,88 @@ def op_table(
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
     # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+class NoKernel(NamedTuple):
+    """How a framework says that it has no kernel for an operand's dtype, and how to compute in
+    a wider dtype instead (``widening``). ``raised(error)``: whether an error the op raised
+    means that; ``dtype(t)``: a native tensor's dtype as ``widening``'s ``wider`` keys it;
+    ``is_tensor(a)``; ``cast(t, dtype)`` to a native dtype; ``place(t)``: where given, which
+    dtype widens is learned per (dtype, place) on the first failure, and later calls widen
+    without trying the op first; ``refuse(t, name)``: the error for a dtype ``wider`` lacks
+    (None: the framework's own error is raised again)."""
+
+    raised: Callable[[BaseException], bool]
+    dtype: Callable[[Any], Any]
+    is_tensor: Callable[[Any], bool]
+    cast: Callable[[Any, Any], Any]
+    place: Callable[[Any], Any] | None = None
+    refuse: Callable[[Any, str], BaseException | None] | None = None
+
+
+def widening(
+    fn: Callable[..., Any],
+    name: str,
+    how: NoKernel,
+    wider: Mapping[Any, Any],
+    *,
+    count: int | None = None,
+    check: Callable[[tuple, Any], None] | None = None,
+) -> Callable[..., Any]:
+    """Op ``name`` as ``fn``, computed in the dtype ``wider`` names for the first tensor
+    operand's dtype where the framework has no kernel for that dtype (``how``), with NumPy's
+    results: the tensor arguments of that dtype among the first ``count`` (default all) are
+    cast to the wider dtype, Python bool operands (of the first two) become ints, and the
+    result goes back to the operand's dtype unless the op's declared result is bool or
+    indices (``op_specs``).
+    ``check(args, dtype)`` may raise a clearer error before a wider computation."""
+    spec = SPECS.get(name)
+    back = spec is None or spec.promotion not in ("bool", "index")
+    learned: dict[Any, dict[Any, Any]] = {}  # dtype -> {place: the dtype it widens to}
+
+    def first_tensor(args: tuple) -> Any:
+        return next((a for a in args[:2] if how.is_tensor(a)), None)
+
+    def wide(args: tuple, t: Any, dt: Any, w: Any) -> Any:
+        if check is not None:
+            check(args, dt)
+        n = len(args) if count is None else count
+
+        def widen(i: int, a: Any) -> Any:
+            if i < n and how.is_tensor(a) and how.dtype(a) == dt:
+                return how.cast(a, w)
+            return int(a) if i < min(n, 2) and type(a) is bool else a
+
+        out = fn(*(widen(i, a) for i, a in enumerate(args)))
+        return how.cast(out, t.dtype) if back and how.dtype(out) != dt else out
+
+    def op(*args: Any) -> Any:
+        if learned and (t := first_tensor(args)) is not None:
+            dt = how.dtype(t)
+            w = learned.get(dt, {}).get(how.place(t)) if how.place is not None else None
+            if w is not None:
+                return wide(args, t, dt, w)
+        try:
+            return fn(*args)
+        except Exception as e:
+            t = first_tensor(args)
+            if not how.raised(e) or t is None:
+                raise
+            dt = how.dtype(t)
+            w = wider.get(dt)
+            if w is None:
+                if check is not None:
+                    check(args, dt)
+                refused = None if how.refuse is None else how.refuse(t, name)
+                if refused is None:
+                    raise
+                raise refused from None
+            if how.place is not None:
+                learned.setdefault(dt, {})[how.place(t)] = w
+            return wide(args, t, dt, w)
+
+    op.__name__ = name
+    return op
 
 
 def divisor_signed(
