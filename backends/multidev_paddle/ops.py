@@ -13,12 +13,18 @@ import operator
 from functools import partial
 from typing import Any
 
-import numpy as np
 import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import NoKernel, divisor_signed, op_table, reduction, widening
+from multidev.contract import (
+    NoKernel,
+    clip_bounds,
+    divisor_signed,
+    op_table,
+    reduction,
+    widening,
+)
 
 from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -33,13 +39,6 @@ _UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
 _F32 = paddle.float32
 _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
-_INT_RANGE = {
-    _dt.bool: (0, 1),
-    **{
-        d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max))
-        for d in (_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64)
-    },
-}
 _INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
 _PLAIN_KEYS = (int, slice)
 
@@ -139,19 +138,9 @@ def _integer_division(fn):
 
 
 def _clip(x, lo, hi):
-    """NumPy's clip: None means unbounded; integer tensors keep their dtype (float bounds are
-    truncated, as NumPy's cast back does); lo > hi gives hi everywhere."""
+    """NumPy's clip (``contract.clip_bounds``): integer tensors keep their dtype."""
     dt = md_dtype(x.dtype)
-    if dt is None or dt in FLOATS:
-        lo = -_INF if lo is None else float(lo)
-        hi = _INF if hi is None else float(hi)
-    else:
-        low, high = _INT_RANGE[dt]
-        lo = low if lo is None else int(min(max(lo, low), high))
-        hi = high if hi is None else int(min(max(hi, low), high))
-    if lo > hi:
-        lo = hi
-    return paddle.clip(x, lo, hi)
+    return paddle.clip(x, *clip_bounds(lo, hi, None if dt is None else dt.numpy))
 
 
 def _maximum(a, b):

@@ -8,10 +8,18 @@ back, so the common path pays nothing for them.
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import NoKernel, divisor_signed, op_table, vector_matmul, widening
+from multidev.contract import (
+    NoKernel,
+    clip_bounds,
+    divisor_signed,
+    op_table,
+    vector_matmul,
+    widening,
+)
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -166,9 +174,9 @@ def _clip(x, lo, hi):
     dt = x.dtype
     if dt == tf.bool:
         return _cast(_clip(_cast(x, tf.int32), lo, hi), tf.bool)
-    if dt.is_integer:
-        lo = None if lo is None else min(max(int(lo), dt.min), dt.max)
-        hi = None if hi is None else min(max(int(hi), dt.min), dt.max)
+    if dt.is_integer:  # int bounds within the dtype's range; None stays unbounded
+        low, high = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
+        lo, hi = (None if lo is None else low), (None if hi is None else high)
     out = x
     if lo is not None:
         out = tf.math.maximum(out, tf.constant(lo, dt))

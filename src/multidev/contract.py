@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import operator
 import os
 import sys
@@ -39,6 +40,7 @@ __all__ = [
     "Framework",
     "NoKernel",
     "OpTable",
+    "clip_bounds",
     "dtype_error",
     "env_count",
     "find_native",
@@ -778,6 +780,24 @@ def widening(
 
     op.__name__ = name
     return op
+
+
+def clip_bounds(lo: Any, hi: Any, dtype: np.dtype | None) -> tuple[Any, Any]:
+    """NumPy's ``clip`` bounds for a tensor of the NumPy dtype ``dtype``, for frameworks whose
+    clip wants bounds of the tensor's own kind: on bool and integer tensors an int within the
+    dtype's range (a float bound truncated, as NumPy's cast back does; None, unbounded, the
+    range's end), on others (``dtype`` None included) a float (None: -inf or inf). A lower
+    bound above the upper one becomes the upper one: the result is ``hi`` everywhere."""
+    if dtype is None or dtype.kind not in "biu":
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+    else:
+        low, high = (
+            (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+        )
+        lo = low if lo is None else int(min(max(lo, low), high))
+        hi = high if hi is None else int(min(max(hi, low), high))
+    return min(lo, hi), hi
 
 
 def divisor_signed(
