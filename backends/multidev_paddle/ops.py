@@ -143,16 +143,16 @@ def _clip(x, lo, hi):
     return paddle.clip(x, *clip_bounds(lo, hi, None if dt is None else dt.numpy))
 
 
-def _maximum(a, b):
-    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
-        return paddle.maximum(a, b)
-    return _clip(a, b, None) if isinstance(a, _Tensor) else _clip(b, a, None)
+def _extremum(fn, bound):
+    """``maximum`` or ``minimum`` (``fn``); with a Python scalar, a clip of the tensor at it
+    (``bound(x, scalar)``)."""
 
+    def op(a, b):
+        if isinstance(a, _Tensor) and isinstance(b, _Tensor):
+            return fn(a, b)
+        return bound(a, b) if isinstance(a, _Tensor) else bound(b, a)
 
-def _minimum(a, b):
-    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
-        return paddle.minimum(a, b)
-    return _clip(a, None, b) if isinstance(a, _Tensor) else _clip(b, None, a)
+    return op
 
 
 def _relu(x):
@@ -241,8 +241,8 @@ OPS = op_table(
         lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
         paddle.is_floating_point,
     ),
-    maximum=_wide(_maximum, "maximum"),
-    minimum=_wide(_minimum, "minimum"),
+    maximum=_wide(_extremum(paddle.maximum, lambda x, s: _clip(x, s, None)), "maximum"),
+    minimum=_wide(_extremum(paddle.minimum, lambda x, s: _clip(x, None, s)), "minimum"),
     # exact float comparison (Paddle's own == counts values within epsilon as equal)
     equal=_wide(array_api.equal, "equal"),
     not_equal=_wide(array_api.not_equal, "not_equal"),
