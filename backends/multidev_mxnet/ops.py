@@ -240,15 +240,6 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
     return reduce
 
 
-def _arg(fn: Callable) -> Callable:
-    def arg(x, axis):
-        if x.dtype == _BOOL:
-            x = x.astype(_UINT8)
-        return fn(x, axis=axis)
-
-    return arg
-
-
 def _softmax(x, axis):
     if x.dtype == _F16:
         return npx.softmax(x.astype(_F32), axis=axis).astype(_F16)
@@ -270,8 +261,8 @@ OPS = op_table(
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_bool_scalar(operator.add),
-    argmax=_arg(mnp.argmax),
-    argmin=_arg(mnp.argmin),
+    argmax=mnp.argmax,
+    argmin=mnp.argmin,
     astype=_astype,
     clip=_clip,
     concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
