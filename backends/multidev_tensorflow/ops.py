@@ -185,16 +185,6 @@ def _clip(x, lo, hi):
     return out if out is not x else tf.identity(x)
 
 
-def _softmax_like(fn):
-    def op(x, axis):
-        if x.shape.rank == 0:
-            return tf.reshape(fn(tf.reshape(x, (1,)), axis=0), ())
-        return fn(x, axis=axis)
-
-    op.__name__ = fn.__name__
-    return op
-
-
 _SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
 
 
@@ -258,8 +248,6 @@ OPS = op_table(
     stack=tf.stack,
     where=tf.where,
     clip=_clip,
-    softmax=_softmax_like(tf.nn.softmax),
-    log_softmax=_softmax_like(tf.nn.log_softmax),
     getitem=getitem,
     astype=_astype,
     copy=copy,
