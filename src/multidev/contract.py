@@ -751,28 +751,30 @@ def widening(
     ``check(args, dtype)`` may raise a clearer error before a wider computation."""
     spec = SPECS.get(name)
     back = spec is None or spec.promotion not in ("bool", "index")
+    is_tensor, dtype_of, cast, place = how.is_tensor, how.dtype, how.cast, how.place
     learned: dict[Any, dict[Any, Any]] = {}  # dtype -> {place: the dtype it widens to}
 
     def first_tensor(args: tuple) -> Any:
-        return next((a for a in args[:2] if how.is_tensor(a)), None)
+        return next((a for a in args[:2] if is_tensor(a)), None)
 
     def wide(args: tuple, t: Any, dt: Any, w: Any) -> Any:
         if check is not None:
             check(args, dt)
         n = len(args) if count is None else count
-
-        def widen(i: int, a: Any) -> Any:
-            if i < n and how.is_tensor(a) and how.dtype(a) == dt:
-                return how.cast(a, w)
-            return int(a) if i < min(n, 2) and type(a) is bool else a
-
-        out = fn(*(widen(i, a) for i, a in enumerate(args)))
-        return how.cast(out, t.dtype) if back and how.dtype(out) != dt else out
+        out = fn(
+            *[
+                cast(a, w)
+                if i < n and is_tensor(a) and dtype_of(a) == dt
+                else (int(a) if i < n and i < 2 and type(a) is bool else a)
+                for i, a in enumerate(args)
+            ]
+        )
+        return cast(out, t.dtype) if back and dtype_of(out) != dt else out
 
     def op(*args: Any) -> Any:
-        if learned and (t := first_tensor(args)) is not None:
-            dt = how.dtype(t)
-            w = learned.get(dt, {}).get(how.place(t)) if how.place is not None else None
+        if learned and place is not None and (t := first_tensor(args)) is not None:
+            dt = dtype_of(t)
+            w = learned.get(dt, {}).get(place(t))
             if w is not None:
                 return wide(args, t, dt, w)
         try:
@@ -781,7 +783,7 @@ def widening(
             t = first_tensor(args)
             if not how.raised(e) or t is None:
                 raise
-            dt = how.dtype(t)
+            dt = dtype_of(t)
             w = wider.get(dt)
             if w is None:
                 if check is not None:
@@ -790,8 +792,8 @@ def widening(
                 if refused is None:
                     raise
                 raise refused from None
-            if how.place is not None:
-                learned.setdefault(dt, {})[how.place(t)] = w
+            if place is not None:
+                learned.setdefault(dt, {})[place(t)] = w
             return wide(args, t, dt, w)
 
     op.__name__ = name
