@@ -129,21 +129,18 @@ def _remainder(a, b):
     return _int_divmod(a, b)[1]
 
 
-def _add(a, b):
-    if type(a) is bool or type(b) is bool:  # MXNet gives int64 for bool + Python bool
-        a, b = _arrays(a, b)
-    return a + b
+def _bool_scalar(fn: Callable) -> Callable:
+    """``fn`` (``+`` or ``*``) with a Python bool operand made a 0-d array first: MXNet gives
+    int64 for a bool array with a Python bool."""
 
+    def op(a, b):
+        if type(a) is bool or type(b) is bool:
+            a, b = _arrays(a, b)
+        return fn(a, b)
 
-def _multiply(a, b):
-    if type(a) is bool or type(b) is bool:
-        a, b = _arrays(a, b)
-    return a * b
-
-
-# two arrays of one dtype need no wrapper: the core's operators call MXNet's own + and *
-_add.plain, _add.plain_dtypes = operator.add, frozenset(_dt.ALL)  # type: ignore[attr-defined]
-_multiply.plain, _multiply.plain_dtypes = operator.mul, frozenset(_dt.ALL)  # type: ignore[attr-defined]
+    # two arrays of one dtype need no wrapper: the core's operators call MXNet's own + and *
+    op.plain, op.plain_dtypes = fn, frozenset(_dt.ALL)  # type: ignore[attr-defined]
+    return op
 
 
 def _pow(a, b):
@@ -190,22 +187,18 @@ def _linear(x, w, b):
     return y if b is None else y + b
 
 
-def _maximum(a, b):
-    if isinstance(a, _SCALARS):
-        a, b = b, a
-    if a.dtype == _BOOL:
-        a, b = _arrays(a, b)
-        return a + b  # logical or
-    return mnp.maximum(a, b)
+def _extremum(fn: Callable, logical: Callable) -> Callable:
+    """``maximum`` or ``minimum`` (``fn``); on bool arrays, which MXNet's kernels lack, the
+    logical or (``+``) or and (``*``) that it is there."""
 
+    def op(a, b):
+        if isinstance(a, _SCALARS):
+            a, b = b, a
+        if a.dtype == _BOOL:
+            return logical(*_arrays(a, b))
+        return fn(a, b)
 
-def _minimum(a, b):
-    if isinstance(a, _SCALARS):
-        a, b = b, a
-    if a.dtype == _BOOL:
-        a, b = _arrays(a, b)
-        return a * b  # logical and
-    return mnp.minimum(a, b)
+    return op
 
 
 def _through_uint8(fn: Callable) -> Callable:
@@ -247,15 +240,6 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
     return reduce
 
 
-def _arg(fn: Callable) -> Callable:
-    def arg(x, axis):
-        if x.dtype == _BOOL:
-            x = x.astype(_UINT8)
-        return fn(x, axis=axis)
-
-    return arg
-
-
 def _softmax(x, axis):
     if x.dtype == _F16:
         return npx.softmax(x.astype(_F32), axis=axis).astype(_F16)
@@ -276,9 +260,9 @@ OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
-    add=_add,
-    argmax=_arg(mnp.argmax),
-    argmin=_arg(mnp.argmin),
+    add=_bool_scalar(operator.add),
+    argmax=mnp.argmax,
+    argmin=mnp.argmin,
     astype=_astype,
     clip=_clip,
     concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
@@ -291,11 +275,11 @@ OPS = op_table(
     logical_or=operator.add,
     matmul=_matmul,
     max=_reduction(mnp.max, None),
-    maximum=_maximum,
+    maximum=_extremum(mnp.maximum, operator.add),
     mean=_reduction(mnp.mean, np.nan),
     min=_reduction(mnp.min, None),
-    minimum=_minimum,
-    multiply=_multiply,
+    minimum=_extremum(mnp.minimum, operator.mul),
+    multiply=_bool_scalar(operator.mul),
     permute_dims=_through_uint8(mnp.transpose),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),

@@ -10,9 +10,7 @@ from multidev.contract import AdapterBase
 from multidev.device import Device
 from multidev.dtypes import DType, from_numpy_dtype
 
-from .dtypes import NATIVE
-from .linalg import FFT, LINALG
-from .ops import OPS, writable
+from .ops import writable
 
 __all__ = ["Backend"]
 
@@ -25,10 +23,6 @@ class Backend(AdapterBase):
     name = "numpy"
     capabilities = frozenset({"bfloat16", "float16", "float64", "complex"})
     tensor_types = (np.ndarray,)
-    dtypes = NATIVE
-    ops = OPS
-    linalg = LINALG
-    fft = FFT
     native_full = staticmethod(lambda shape, value, dt, dev: np.full(shape, value, dtype=dt))
     native_empty = staticmethod(lambda shape, dt, dev: np.empty(shape, dtype=dt))
 

@@ -33,10 +33,9 @@ from multidev.contract import AdapterBase, ArrayLimits
 from multidev.device import Device
 
 from .autograd import Autograd
-from .dtypes import NATIVE, dtype_name, md_dtype
+from .dtypes import dtype_name, md_dtype
 from .jit import Jit
-from .linalg import FFT, LINALG
-from .ops import FLOATS, OPS, native_key
+from .ops import FLOATS, native_key
 
 __all__ = ["Backend"]
 
@@ -90,10 +89,6 @@ class Backend(Jit, Autograd, AdapterBase):
         for test in ("test_matches_numpy", "test_matches_numpy_reference_backend")
     }
     tensor_types = (paddle.Tensor, EagerParamBase)
-    dtypes = NATIVE
-    ops = OPS
-    linalg = LINALG
-    fft = FFT
     from_dlpack = staticmethod(_dlpack.from_dlpack)
     native_full = staticmethod(
         lambda shape, v, dt, dev: paddle.full(list(shape), v, dt, device=dev)

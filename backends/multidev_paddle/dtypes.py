@@ -7,20 +7,13 @@ from typing import Any
 import paddle
 
 from multidev import dtypes as md
+from multidev.contract import dtype_lookup
 
 __all__ = ["NATIVE", "dtype_name", "md_dtype"]
 
 NATIVE: dict[md.DType, Any] = {dt: getattr(paddle, dt.name) for dt in md.EVERY}
-_FROM_NATIVE = {v: k for k, v in NATIVE.items()}
-# Paddle's dtype objects are singletons whose hash and == are slow (~0.5 us): look them up by
-# identity first (these objects live as long as Paddle, so their ids are never reused)
-_FROM_ID = {id(v): k for k, v in NATIVE.items()}
-
-
-def md_dtype(dt: Any) -> md.DType | None:
-    """multidev's dtype for a Paddle dtype, or None where multidev has none."""
-    found = _FROM_ID.get(id(dt))
-    return found if found is not None else _FROM_NATIVE.get(dt)
+#: multidev's dtype for a Paddle dtype, or None where multidev has none
+md_dtype = dtype_lookup(NATIVE)
 
 
 def dtype_name(dt: Any) -> str:

@@ -13,13 +13,18 @@ import operator
 from functools import partial
 from typing import Any
 
-import numpy as np
 import paddle
 import paddle.nn.functional as F
 
 from multidev import dtypes as _dt
-from multidev.contract import divisor_signed, op_table, reduction
-from multidev.op_specs import SPECS
+from multidev.contract import (
+    NoKernel,
+    clip_bounds,
+    divisor_signed,
+    op_table,
+    reduction,
+    widening,
+)
 
 from . import array_api, cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -34,13 +39,6 @@ _UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
 _F32 = paddle.float32
 _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
-_INT_RANGE = {
-    _dt.bool: (0, 1),
-    **{
-        d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max))
-        for d in (_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64)
-    },
-}
 _INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
 _PLAIN_KEYS = (int, slice)
 
@@ -60,55 +58,30 @@ _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
 _NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
 
 
-def _wide(fn, name: str, *, back: bool = True, wider: dict = _WIDER, cast: int | None = None):
-    """``fn`` that computes in a wider dtype where Paddle has no kernel for the input's dtype.
+def _refuse(t, name: str) -> TypeError:
+    return TypeError(
+        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
+        f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with md.astype(x, md.float32)."
+    )
 
-    The dtype is that of the first tensor argument; arguments of that dtype (among the first
-    ``cast``) are widened, and with ``back`` the result is cast back to it.
-    """
-    widened: dict = {}  # md dtype -> {place: Paddle dtype to compute in}
 
-    def first_tensor(args):
-        """The first eager tensor among the operands (None under paddle.jit.to_static, whose
-        operands are static values, and whose kernels are chosen when the program runs)."""
-        return next((a for a in args[:2] if isinstance(a, _Tensor)), None)
+#: Paddle's "no kernel" error; operands under paddle.jit.to_static are static values, not
+#: tensors (their kernels are chosen when the program runs), and are never widened
+_NO_KERNEL = NoKernel(
+    raised=lambda e: isinstance(e, RuntimeError) and "The kernel with key" in str(e),
+    dtype=lambda t: md_dtype(t.dtype),
+    is_tensor=lambda a: isinstance(a, _Tensor),
+    cast=lambda t, dt: t.astype(dt),
+    place=lambda t: t.place,
+    refuse=_refuse,
+)
 
-    def widen(args, dt, w):
-        n = len(args) if cast is None else cast
-        wide_args = [
-            a.astype(w) if i < n and isinstance(a, _Tensor) and md_dtype(a.dtype) is dt else a
-            for i, a in enumerate(args)
-        ]
-        out = fn(*wide_args)
-        return out.astype(NATIVE[dt]) if back and md_dtype(out.dtype) is not dt else out
 
-    def op(*args):
-        if widened and (t := first_tensor(args)) is not None:
-            # some dtype needed widening: look this one up before calling
-            dt = md_dtype(t.dtype)
-            w = widened.get(dt, {}).get(t.place)
-            if w is not None:
-                return widen(args, dt, w)
-        try:
-            return fn(*args)
-        except RuntimeError as e:
-            if "The kernel with key" not in str(e):
-                raise
-            t = first_tensor(args)
-            if t is None:
-                raise
-            dt = md_dtype(t.dtype)
-            w = wider.get(dt)
-            if w is None:
-                raise TypeError(
-                    f"Expected a tensor dtype that Paddle's {name} supports. Received: "
-                    f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with "
-                    "md.astype(x, md.float32)."
-                ) from None
-            widened.setdefault(dt, {})[t.place] = w
-            return widen(args, dt, w)
-
-    op.__name__ = name
+def _wide(fn, name: str, *, wider: dict = _WIDER, cast: int | None = None):
+    """``fn`` that computes in a wider dtype where Paddle has no kernel for the input's dtype
+    (``contract.widening``): arguments of the first tensor's dtype among the first ``cast``
+    are widened."""
+    op = widening(fn, name, _NO_KERNEL, wider, count=cast)
     # Paddle has every kernel for float32 and float64: the core's operators call fn directly
     op.plain, op.plain_dtypes = fn, _PLAIN_DTYPES  # type: ignore[attr-defined]
     return op
@@ -165,31 +138,21 @@ def _integer_division(fn):
 
 
 def _clip(x, lo, hi):
-    """NumPy's clip: None means unbounded; integer tensors keep their dtype (float bounds are
-    truncated, as NumPy's cast back does); lo > hi gives hi everywhere."""
+    """NumPy's clip (``contract.clip_bounds``): integer tensors keep their dtype."""
     dt = md_dtype(x.dtype)
-    if dt is None or dt in FLOATS:
-        lo = -_INF if lo is None else float(lo)
-        hi = _INF if hi is None else float(hi)
-    else:
-        low, high = _INT_RANGE[dt]
-        lo = low if lo is None else int(min(max(lo, low), high))
-        hi = high if hi is None else int(min(max(hi, low), high))
-    if lo > hi:
-        lo = hi
-    return paddle.clip(x, lo, hi)
+    return paddle.clip(x, *clip_bounds(lo, hi, None if dt is None else dt.numpy))
 
 
-def _maximum(a, b):
-    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
-        return paddle.maximum(a, b)
-    return _clip(a, b, None) if isinstance(a, _Tensor) else _clip(b, a, None)
+def _extremum(fn, bound):
+    """``maximum`` or ``minimum`` (``fn``); with a Python scalar, a clip of the tensor at it
+    (``bound(x, scalar)``)."""
 
+    def op(a, b):
+        if isinstance(a, _Tensor) and isinstance(b, _Tensor):
+            return fn(a, b)
+        return bound(a, b) if isinstance(a, _Tensor) else bound(b, a)
 
-def _minimum(a, b):
-    if isinstance(a, _Tensor) and isinstance(b, _Tensor):
-        return paddle.minimum(a, b)
-    return _clip(a, None, b) if isinstance(a, _Tensor) else _clip(b, None, a)
+    return op
 
 
 def _relu(x):
@@ -258,8 +221,7 @@ def _wrap(fn, name: str):
     """``fn`` (Paddle's, or Python's operator) computing in a wider dtype where Paddle lacks a
     kernel; results of bool and index ops stay as they are, the others go back to the input's
     dtype."""
-    back = SPECS[name].promotion not in ("bool", "index")
-    return _wide(fn, name, back=back, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
+    return _wide(fn, name, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
 
 
 OPS = op_table(
@@ -279,19 +241,19 @@ OPS = op_table(
         lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
         paddle.is_floating_point,
     ),
-    maximum=_wide(_maximum, "maximum"),
-    minimum=_wide(_minimum, "minimum"),
+    maximum=_wide(_extremum(paddle.maximum, lambda x, s: _clip(x, s, None)), "maximum"),
+    minimum=_wide(_extremum(paddle.minimum, lambda x, s: _clip(x, None, s)), "minimum"),
     # exact float comparison (Paddle's own == counts values within epsilon as equal)
-    equal=_wide(array_api.equal, "equal", back=False),
-    not_equal=_wide(array_api.not_equal, "not_equal", back=False),
+    equal=_wide(array_api.equal, "equal"),
+    not_equal=_wide(array_api.not_equal, "not_equal"),
     logical_and=_tensor_operands(paddle.logical_and),
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
     max=_wide(_reduction(paddle.max), "max"),
     min=_wide(_reduction(paddle.min), "min"),
-    argmax=_wide(_arg(paddle.argmax), "argmax", back=False),
-    argmin=_wide(_arg(paddle.argmin), "argmin", back=False),
+    argmax=_wide(_arg(paddle.argmax), "argmax"),
+    argmin=_wide(_arg(paddle.argmin), "argmin"),
     reshape=lambda x, shape: paddle.reshape(x, list(shape)),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
     concat=lambda xs, axis: paddle.concat(xs, axis=axis),

@@ -32,10 +32,7 @@ from multidev.dtypes import DType
 
 from . import array_api, indexing
 from .autograd import Autograd
-from .dtypes import NATIVE
 from .jit import Jit
-from .linalg import FFT, LINALG
-from .ops import OPS
 from .ops import copy as _deep_copy
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "has_fused_apply"]
@@ -116,10 +113,6 @@ class Backend(Jit, Autograd, AdapterBase):
 
     name = "tensorflow"
     tensor_types = (tf.Tensor, tf.Variable)
-    dtypes = NATIVE
-    ops = OPS
-    linalg = LINALG
-    fft = FFT
     convert_hint = (
         "Cast it first, e.g. with tf.cast(x, tf.float32), or use tf.math.real/tf.math.imag "
         "for complex values."

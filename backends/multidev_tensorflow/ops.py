@@ -8,10 +8,18 @@ back, so the common path pays nothing for them.
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
 
-from multidev.contract import divisor_signed, op_table, vector_matmul
+from multidev.contract import (
+    NoKernel,
+    clip_bounds,
+    divisor_signed,
+    op_table,
+    vector_matmul,
+    widening,
+)
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -22,48 +30,31 @@ from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
-_NO_KERNEL = (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError)
+_NO_KERNEL_ERRORS = (
+    tf.errors.InvalidArgumentError,
+    tf.errors.NotFoundError,
+    tf.errors.UnimplementedError,
+)
 _WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
+_WIDE_REDUCTION = dict.fromkeys(_WIDE, tf.int64)
 _cast = tf.cast
 _FLOATS = frozenset({tf.float16, tf.bfloat16, tf.float32, tf.float64})
 
 
-def _dtype(*args):
-    for a in args:
-        dt = getattr(a, "dtype", None)
-        if dt is not None:
-            return dt
-    raise TypeError(f"Expected at least one TensorFlow tensor. Received: {args!r}")
+#: TensorFlow's "no kernel for this dtype" errors (its integer division by zero raises one too)
+_NO_KERNEL = NoKernel(
+    raised=lambda e: isinstance(e, _NO_KERNEL_ERRORS),
+    dtype=lambda t: t.dtype,
+    is_tensor=lambda a: hasattr(a, "dtype"),
+    cast=_cast,
+)
 
 
-def _widen(a, wide):
-    if hasattr(a, "dtype"):
-        return _cast(a, wide)
-    return int(a) if isinstance(a, bool) else a
+def _check(name):
+    """The clearer errors for what TensorFlow's binary kernels refuse, before a wider try."""
 
-
-def _fallback(fast, slow, name):
-    """``fast`` unless TensorFlow has no kernel for the dtype; then ``slow`` (None: re-raise)."""
-
-    def op(*args):
-        try:
-            return fast(*args)
-        except _NO_KERNEL:
-            out = slow(*args)
-            if out is None:
-                raise
-            return out
-
-    op.__name__ = name
-    return op
-
-
-# ---------------------------------------------------------------- binary
-
-
-def _binary(fast, name):
-    def slow(a, b):
-        dt = _dtype(a, b)
+    def check(args, dt):
+        b = args[1]
         if dt == tf.bool and name == "subtract":
             raise TypeError(
                 "Expected numeric tensors for subtract. Received: bool tensors. "
@@ -72,24 +63,27 @@ def _binary(fast, name):
         if (
             name in ("floor_divide", "remainder")
             and not dt.is_floating
-            and bool(tf.reduce_any(tf.equal(_widen(b, tf.int64), 0)))
+            and bool(tf.reduce_any(tf.equal(_as_int64(b), 0)))
         ):
             raise ZeroDivisionError(
                 f"Expected a divisor without zeros for integer {name}. Received: a divisor "
                 "holding 0. Use floating-point tensors to get inf/nan instead."
             )
-        if name == "pow" and dt.is_integer and bool(tf.reduce_any(tf.less(_widen(b, tf.int64), 0))):
+        if name == "pow" and dt.is_integer and bool(tf.reduce_any(tf.less(_as_int64(b), 0))):
             raise ValueError(
                 "Expected non-negative exponents for integer pow. Received: a negative exponent. "
                 "Use a floating-point base, e.g. x.astype(md.float32) ** -1."
             )
-        wide = _WIDE.get(dt)
-        if wide is None:
-            return None
-        out = fast(_widen(a, wide), _widen(b, wide))
-        return out if out.dtype == tf.bool else _cast(out, dt)
 
-    return _fallback(fast, slow, name)
+    return check
+
+
+def _as_int64(a):
+    return _cast(a, tf.int64) if hasattr(a, "dtype") else int(a)
+
+
+def _binary(fast, name):
+    return widening(fast, name, _NO_KERNEL, _WIDE, check=_check(name))
 
 
 def _raw(op):
@@ -136,17 +130,6 @@ def _linear(x, w, b):
     return tf.nn.bias_add(y, b) if y.shape.rank >= 2 else y + b
 
 
-# ---------------------------------------------------------------- unary
-
-
-def _negative_slow(x):
-    dt = x.dtype
-    if dt == tf.uint8:
-        return tf.math.subtract(tf.zeros_like(x), x)
-    wide = _WIDE.get(dt)
-    return None if wide is None else _cast(tf.math.negative(_cast(x, wide)), dt)
-
-
 # ---------------------------------------------------------------- reductions
 
 
@@ -155,18 +138,14 @@ def _axes(axis):
 
 
 def _reduction(fn, name, bool_fn=None):
-    def fast(x, axis, keepdims):
-        return fn(x, axis=_axes(axis), keepdims=keepdims)
+    """An (x, axis, keepdims) reduction; bool input goes to ``bool_fn`` where given, and the
+    dtypes TensorFlow has no kernel for reduce in int64."""
 
-    def slow(x, axis, keepdims):
-        dt = x.dtype
-        if dt == tf.bool and bool_fn is not None:
-            return bool_fn(x, axis=_axes(axis), keepdims=keepdims)
-        if dt not in _WIDE:
-            return None
-        return _cast(fn(_cast(x, tf.int64), axis=_axes(axis), keepdims=keepdims), dt)
+    def reduce(x, axis, keepdims):
+        f = bool_fn if bool_fn is not None and x.dtype == tf.bool else fn
+        return f(x, axis=_axes(axis), keepdims=keepdims)
 
-    return _fallback(fast, slow, name)
+    return widening(reduce, name, _NO_KERNEL, _WIDE_REDUCTION, count=1)
 
 
 def _arg(fn):
@@ -195,25 +174,15 @@ def _clip(x, lo, hi):
     dt = x.dtype
     if dt == tf.bool:
         return _cast(_clip(_cast(x, tf.int32), lo, hi), tf.bool)
-    if dt.is_integer:
-        lo = None if lo is None else min(max(int(lo), dt.min), dt.max)
-        hi = None if hi is None else min(max(int(hi), dt.min), dt.max)
+    if dt.is_integer:  # int bounds within the dtype's range; None stays unbounded
+        low, high = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
+        lo, hi = (None if lo is None else low), (None if hi is None else high)
     out = x
     if lo is not None:
         out = tf.math.maximum(out, tf.constant(lo, dt))
     if hi is not None:
         out = tf.math.minimum(out, tf.constant(hi, dt))
     return out if out is not x else tf.identity(x)
-
-
-def _softmax_like(fn):
-    def op(x, axis):
-        if x.shape.rank == 0:
-            return tf.reshape(fn(tf.reshape(x, (1,)), axis=0), ())
-        return fn(x, axis=axis)
-
-    op.__name__ = fn.__name__
-    return op
 
 
 _SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
@@ -264,7 +233,7 @@ OPS = op_table(
     less_equal=_binary(tf.math.less_equal, "less_equal"),
     greater=_binary(tf.math.greater, "greater"),
     greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
-    negative=_fallback(tf.math.negative, _negative_slow, "negative"),
+    negative=widening(tf.math.negative, "negative", _NO_KERNEL, _WIDE),
     relu=tf.nn.relu,
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
@@ -279,8 +248,6 @@ OPS = op_table(
     stack=tf.stack,
     where=tf.where,
     clip=_clip,
-    softmax=_softmax_like(tf.nn.softmax),
-    log_softmax=_softmax_like(tf.nn.log_softmax),
     getitem=getitem,
     astype=_astype,
     copy=copy,

@@ -22,11 +22,8 @@ from multidev.device import Device
 from multidev.errors import DeviceError
 
 from .autograd import Autograd
-from .dtypes import NATIVE
 from .indexing import write
 from .jit import Jit
-from .linalg import FFT, LINALG
-from .ops import OPS
 
 __all__ = ["Backend"]
 
@@ -42,10 +39,6 @@ class Backend(Jit, Autograd, AdapterBase):
         {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
     )
     tensor_types = (torch.Tensor, torch.nn.Parameter)
-    dtypes = NATIVE
-    ops = OPS
-    linalg = LINALG
-    fft = FFT
     from_dlpack = staticmethod(torch.from_dlpack)
     native_full = staticmethod(lambda shape, v, dt, dev: torch.full(shape, v, dtype=dt, device=dev))
     native_empty = staticmethod(lambda shape, dt, dev: torch.empty(shape, dtype=dt, device=dev))

@@ -25,15 +25,6 @@ _LONG = torch.int64
 _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
 
-def _arg(fn):
-    def arg(x, axis):
-        if x.dtype is _BOOL:
-            x = x.to(torch.uint8)
-        return fn(x, dim=axis)
-
-    return arg
-
-
 def _matrices_by_sum(a, b):
     """Exact matmul of matrices for dtypes PyTorch's kernels lack (bool; integers on CUDA)."""
     if a.shape[-1] != b.shape[-2]:
@@ -68,8 +59,8 @@ OPS = op_table(
     max=_reduction(torch.amax),  # torch.max(x, dim) also gives the indices
     min=_reduction(torch.amin),
     prod=_reduction(torch.prod, per_axis=True),
-    argmax=_arg(torch.argmax),
-    argmin=_arg(torch.argmin),
+    argmax=torch.argmax,
+    argmin=torch.argmin,
     clip=_clip,
     getitem=getitem,
     astype=lambda x, dt: x.to(NATIVE[dt]),

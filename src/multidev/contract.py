@@ -10,6 +10,8 @@ stays on that device.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import math
 import operator
 import os
 import sys
@@ -36,8 +38,11 @@ __all__ = [
     "EagerAutograd",
     "Extension",
     "Framework",
+    "NoKernel",
     "OpTable",
+    "clip_bounds",
     "dtype_error",
+    "dtype_lookup",
     "env_count",
     "find_native",
     "key_axes",
@@ -46,6 +51,7 @@ __all__ = [
     "op_table",
     "reduction",
     "vector_matmul",
+    "widening",
 ]
 
 
@@ -295,6 +301,21 @@ def missing_members(adapter: Any) -> list[str]:
     return sorted(missing)
 
 
+def dtype_lookup(native: Mapping[DType, Any]) -> Callable[[Any], DType | None]:
+    """multidev's dtype for a framework dtype of the table ``native`` (an adapter's
+    ``dtypes.NATIVE``), or None where multidev has none. Framework dtype objects live as long
+    as the framework, so they are looked up by identity first (a dictionary lookup by hash
+    and == is slow for some of them: ~0.5 us for Paddle's)."""
+    by_id = {id(v): k for k, v in native.items()}
+    by_value = {v: k for k, v in native.items()}
+
+    def md_dtype(dt: Any) -> DType | None:
+        found = by_id.get(id(dt))
+        return found if found is not None else by_value.get(dt)
+
+    return md_dtype
+
+
 def dtype_error(
     backend: str, table: Mapping[DType, Any], dt: DType, alternatives: Mapping[DType, str]
 ) -> TypeError:
@@ -348,6 +369,16 @@ class Extension:
         return fn
 
 
+#: the class attributes ``AdapterBase`` takes from an adapter package's modules where the
+#: ``Backend`` class does not set them: attribute -> (module of the package, its name there)
+_LAYOUT = {
+    "dtypes": ("dtypes", "NATIVE"),
+    "ops": ("ops", "OPS"),
+    "linalg": ("linalg", "LINALG"),
+    "fft": ("linalg", "FFT"),
+}
+
+
 class AdapterBase:
     """Defaults an adapter may inherit: ops through Python operators, a single CPU device,
     creation through host NumPy arrays, the dtype table and its errors from ``dtypes``, and
@@ -367,7 +398,8 @@ class AdapterBase:
     capabilities: frozenset[str] = frozenset()
     scoped_devices: frozenset[Device] = frozenset()
     tensor_types: tuple[type, ...] = ()
-    #: multidev dtype -> the framework's dtype, for every dtype the framework has
+    #: multidev dtype -> the framework's dtype, for every dtype the framework has; by default
+    #: the adapter package's ``dtypes.NATIVE``
     dtypes: ClassVar[Mapping[DType, Any]] = {}
     #: what to use instead of a multidev dtype the framework lacks (``{md.int16: "md.int32"}``)
     dtype_alternatives: ClassVar[Mapping[DType, str]] = {}
@@ -375,7 +407,7 @@ class AdapterBase:
     convert_hint = "Convert it to one of those first."
     #: how to move a native tensor off a place multidev does not know, for the error message
     move_hint = "Move it to the CPU first."
-    #: the op table, set by each adapter (``op_table(...)``)
+    #: the op table (``op_table(...)``); by default the adapter package's ``ops.OPS``
     ops: OpTable
     #: the framework's creation functions ``full(shape, value, dtype, device)`` and
     #: ``empty(shape, dtype, device)``, called with its own dtype and device (None: through
@@ -390,11 +422,6 @@ class AdapterBase:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "dtypes" in cls.__dict__:
-            cls._md_dtypes = {v: k for k, v in cls.dtypes.items()}
-            # framework dtype objects live as long as the framework: look them up by identity
-            # first (a dictionary lookup by hash is slow for some of them)
-            cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
         package, _, module = cls.__module__.rpartition(".")
         if module == "backend" and package:  # an adapter package laid out as docs/adapters.md says
             names = getattr(sys.modules.get(package), "FRAMEWORK", None)
@@ -402,9 +429,20 @@ class AdapterBase:
                 cls.framework = names
             if "reference" not in cls.__dict__:
                 cls.reference = f"{package}.reference"
+            for attr, (sibling, name) in _LAYOUT.items():
+                if attr not in cls.__dict__ and importlib.util.find_spec(f"{package}.{sibling}"):
+                    found = getattr(importlib.import_module(f"{package}.{sibling}"), name, None)
+                    if found is not None:
+                        setattr(cls, attr, found)
+        if "dtypes" in cls.__dict__:
+            cls._md_dtypes = {v: k for k, v in cls.dtypes.items()}
+            # framework dtype objects live as long as the framework: look them up by identity
+            # first (a dictionary lookup by hash is slow for some of them)
+            cls._md_dtype_ids = {id(v): k for k, v in cls.dtypes.items()}
 
     _md_dtypes: ClassVar[dict[Any, DType]] = {}
-    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions (none by default)
+    #: lowerings of the Array API's ``linalg`` and ``fft`` extensions: by default the adapter
+    #: package's ``linalg.LINALG`` and ``linalg.FFT``, else none
     linalg: ClassVar[Extension] = Extension()
     fft: ClassVar[Extension] = Extension()
     _md_dtype_ids: ClassVar[dict[int, DType]] = {}
@@ -676,6 +714,108 @@ def op_table(
     ops = type("Ops", (PythonOperatorOps,), {k: staticmethod(v) for k, v in table.items()})
     # the class is built from the declarations and the lowerings: the checker cannot see them
     return cast(OpTable, ops())
+
+
+class NoKernel(NamedTuple):
+    """How a framework says that it has no kernel for an operand's dtype, and how to compute in
+    a wider dtype instead (``widening``). ``raised(error)``: whether an error the op raised
+    means that; ``dtype(t)``: a native tensor's dtype as ``widening``'s ``wider`` keys it;
+    ``is_tensor(a)``; ``cast(t, dtype)`` to a native dtype; ``place(t)``: where given, which
+    dtype widens is learned per (dtype, place) on the first failure, and later calls widen
+    without trying the op first; ``refuse(t, name)``: the error for a dtype ``wider`` lacks
+    (None: the framework's own error is raised again)."""
+
+    raised: Callable[[BaseException], bool]
+    dtype: Callable[[Any], Any]
+    is_tensor: Callable[[Any], bool]
+    cast: Callable[[Any, Any], Any]
+    place: Callable[[Any], Any] | None = None
+    refuse: Callable[[Any, str], BaseException | None] | None = None
+
+
+def widening(
+    fn: Callable[..., Any],
+    name: str,
+    how: NoKernel,
+    wider: Mapping[Any, Any],
+    *,
+    count: int | None = None,
+    check: Callable[[tuple, Any], None] | None = None,
+) -> Callable[..., Any]:
+    """Op ``name`` as ``fn``, computed in the dtype ``wider`` names for the first tensor
+    operand's dtype where the framework has no kernel for that dtype (``how``), with NumPy's
+    results: the tensor arguments of that dtype among the first ``count`` (default all) are
+    cast to the wider dtype, Python bool operands (of the first two) become ints, and the
+    result goes back to the operand's dtype unless the op's declared result is bool or
+    indices (``op_specs``).
+    ``check(args, dtype)`` may raise a clearer error before a wider computation."""
+    spec = SPECS.get(name)
+    back = spec is None or spec.promotion not in ("bool", "index")
+    is_tensor, dtype_of, cast, place = how.is_tensor, how.dtype, how.cast, how.place
+    learned: dict[Any, dict[Any, Any]] = {}  # dtype -> {place: the dtype it widens to}
+
+    def first_tensor(args: tuple) -> Any:
+        return next((a for a in args[:2] if is_tensor(a)), None)
+
+    def wide(args: tuple, t: Any, dt: Any, w: Any) -> Any:
+        if check is not None:
+            check(args, dt)
+        n = len(args) if count is None else count
+        out = fn(
+            *[
+                cast(a, w)
+                if i < n and is_tensor(a) and dtype_of(a) == dt
+                else (int(a) if i < n and i < 2 and type(a) is bool else a)
+                for i, a in enumerate(args)
+            ]
+        )
+        return cast(out, t.dtype) if back and dtype_of(out) != dt else out
+
+    def op(*args: Any) -> Any:
+        if learned and place is not None and (t := first_tensor(args)) is not None:
+            dt = dtype_of(t)
+            w = learned.get(dt, {}).get(place(t))
+            if w is not None:
+                return wide(args, t, dt, w)
+        try:
+            return fn(*args)
+        except Exception as e:
+            t = first_tensor(args)
+            if not how.raised(e) or t is None:
+                raise
+            dt = dtype_of(t)
+            w = wider.get(dt)
+            if w is None:
+                if check is not None:
+                    check(args, dt)
+                refused = None if how.refuse is None else how.refuse(t, name)
+                if refused is None:
+                    raise
+                raise refused from None
+            if place is not None:
+                learned.setdefault(dt, {})[place(t)] = w
+            return wide(args, t, dt, w)
+
+    op.__name__ = name
+    return op
+
+
+def clip_bounds(lo: Any, hi: Any, dtype: np.dtype | None) -> tuple[Any, Any]:
+    """NumPy's ``clip`` bounds for a tensor of the NumPy dtype ``dtype``, for frameworks whose
+    clip wants bounds of the tensor's own kind: on bool and integer tensors an int within the
+    dtype's range (a float bound truncated, as NumPy's cast back does; None, unbounded, the
+    range's end), on others (``dtype`` None included) a float (None: -inf or inf). A lower
+    bound above the upper one becomes the upper one: the result is ``hi`` everywhere."""
+    if dtype is None or dtype.kind not in "biu":
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+    else:
+        low, high = (
+            (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+        )
+        lo = low if lo is None else int(min(max(lo, low), high))
+        hi = high if hi is None else int(min(max(hi, low), high))
+    return min(lo, hi), hi
 
 
 def divisor_signed(

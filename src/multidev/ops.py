@@ -311,9 +311,12 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:
 
 def _arg_reduction(name: str, x: Any, axis: int | None, keepdims: bool) -> Tensor:
     """The op ``name`` (argmax, argmin) over ``axis`` (None: the flattened tensor) as int64;
-    with ``keepdims`` the reduced axes stay with length 1 (the adapters' ops drop them)."""
+    with ``keepdims`` the reduced axes stay with length 1 (the adapters' ops drop them). Bool
+    input is read as uint8 (False < True): several frameworks have no bool kernel for these."""
     x = as_tensor(x)
     _nonempty(x, name, axis)
+    if x._dtype is _dt.bool:
+        x = astype(x, _dt.uint8)
     ax = None if axis is None else _axis(x, axis)
     out = call(x, name, x._native, ax)
     if keepdims:

@@ -65,7 +65,9 @@ def _normalize(name: str, x: Any, dim: int) -> Tensor:
     x = _floating(_tensor(x))
     shape = x.shape
     d = _ops._axis(x, dim)
-    if shape and not shape[d]:
+    if not shape:  # a 0-d tensor: its one element as a 1-d tensor (TensorFlow's kernels need one)
+        return _normalize(name, x.reshape((1,)), 0).reshape(())
+    if not shape[d]:
         return x * 0
     return _wrap(x, _call(x, name, x._native, d), x._dtype)
 
