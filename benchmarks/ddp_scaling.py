@@ -295,7 +295,7 @@ def main() -> int:
     ap.add_argument("--backend", default=os.environ.get("MULTIDEV_BACKEND", "torch"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=20, help="steps per timed round")
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--batch", type=int, default=64, help="global batch size")
     args = ap.parse_args()

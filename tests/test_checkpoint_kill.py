@@ -35,6 +35,9 @@ import multidev as md
 
 path, trials, sig = sys.argv[1], int(sys.argv[2]), getattr(signal, sys.argv[3])
 folder = os.path.dirname(path)
+# Python's own SIGINT handler, even where this process inherited SIGINT ignored (a test run
+# started in the background by a shell without job control): the SIGINT trials need it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def version(k):

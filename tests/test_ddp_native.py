@@ -56,7 +56,9 @@ for how in ("md", "native"):
         loss.backward()
     else:
         loss._native.backward()
-    print("GRAD", how, rank, net.module.weight.grad.numpy().ravel().tolist(), flush=True)
+    # one write per line: the workers' output is unbuffered, and torchrun's rank prefixes
+    # follow each write, so a print of several pieces could be cut by another rank's line
+    sys.stdout.write(f"GRAD {how} {rank} {net.module.weight.grad.numpy().ravel().tolist()}\\n")
 dist.barrier()
 dist.destroy_process_group()
 """
@@ -79,6 +81,7 @@ def test_a_backward_run_by_the_framework_itself_averages_the_gradients(tmp_path)
 
 
 UNUSED = """
+import sys
 import numpy as np
 import multidev as md
 from multidev import distributed as dist, nn
@@ -105,7 +108,7 @@ for step in range(3):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    print("USED", rank, net.module.used.weight.grad.numpy().ravel().tolist(), flush=True)
+    sys.stdout.write(f"USED {rank} {net.module.used.weight.grad.numpy().ravel().tolist()}\\n")
 dist.barrier()
 dist.destroy_process_group()
 """
