@@ -4,17 +4,23 @@ Runs every section of ``multidev.examples`` with the same seed, so the printed o
 backends agrees within float32 tolerance (``python -m multidev.testing.compare_outputs``).
 As in the book, each output follows the code that printed it: a ``>>>`` line with the
 statement, its file and line. Framework start-up logs (TensorFlow's absl/oneDNN lines, Paddle's
-glog lines) are turned off before the framework loads, unless the environment sets them.
+glog lines) are turned off before the framework loads, unless the environment sets them; the
+notes that no setting turns off (TensorFlow's "oneDNN custom operations are on", written from C++
+before absl's logging is set up on CPUs where oneDNN is on by default) are dropped from the C++
+standard error, every other line of which is kept.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import linecache
 import os
+import re
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import registry
@@ -39,6 +45,33 @@ QUIET_ENVIRONMENT = {
 }
 
 
+#: the C++ start-up notes that no environment setting turns off: absl's preamble and the INFO or
+#: WARNING lines about oneDNN and the CPU's instruction sets
+_START_UP_NOTES = re.compile(
+    r"All log messages before absl::InitializeLog|^[IW]\d{4} .*(oneDNN|cpu_feature_guard)"
+)
+
+
+@contextlib.contextmanager
+def _without_start_up_notes() -> Iterator[None]:
+    """File descriptor 2 goes to a temporary file while the block runs; afterwards every line
+    of it but the start-up notes is written to the real standard error."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            lines = caught.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(x for x in lines if not _START_UP_NOTES.search(x)))
+            sys.stderr.flush()
+
+
 def _labelled_print(section: str) -> Callable[..., None]:
     """A ``print`` for one example module that first shows the statement that called it."""
 
@@ -55,6 +88,12 @@ def main(seed: int = 0) -> int:
     """Print every section's output, each after the statement that printed it; returns 0."""
     for key, value in QUIET_ENVIRONMENT.items():
         os.environ.setdefault(key, value)
+    with _without_start_up_notes():
+        _sections(seed)
+    return 0
+
+
+def _sections(seed: int) -> None:
     bk = registry.current()
     print(f"multidev demo on the {bk.name} backend")
     for name in SECTIONS:
@@ -66,7 +105,6 @@ def main(seed: int = 0) -> int:
             module.main(seed)
         finally:
             del module.print
-    return 0
 
 
 if __name__ == "__main__":
