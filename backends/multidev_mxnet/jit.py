@@ -27,6 +27,7 @@ A new trace is checked once against the values it traced before the graph is use
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -139,7 +140,7 @@ def _params_and_buffers(blocks: list) -> tuple[list, list]:
 
 
 def _trace(
-    fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: list = ()
+    fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: Sequence = ()
 ) -> tuple:
     """Run ``fn`` once on marked copies and return ``(symbol, sources, out_spec,
     traced_outputs)``; ``held`` are the tensors ``fn`` captures (``multidev.jit.captured``),

@@ -198,13 +198,14 @@ class _LogTail:
     def _read(self, final: bool) -> None:
         for f, prefix, pending in self.files.values():
             pending += f.read()
-            *lines, rest = pending.split(b"\n")
-            if final and rest:
+            lines = bytes(pending).split(b"\n")
+            rest = lines.pop()  # after the last line end: the start of a line to come
+            if final and rest:  # the run has ended: the line will not get its end
                 lines.append(rest)
                 rest = b""
             if lines:
                 _write_lines(lines, prefix, self.out, self.lock)
-                pending[:] = rest
+            pending[:] = rest
 
     def _follow(self) -> None:
         try:
