@@ -4,21 +4,16 @@ processes) print many lines of several pieces each, unbuffered, on stdout and st
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_distributed import _launch
 
 import multidev as md
 from multidev import distributed as dist
 
-ROOT = Path(__file__).resolve().parents[1]
 BK = md.get_backend()
-#: bound on a whole 2-worker run (the framework launcher's import on a busy 2-core machine)
-RUN_TIMEOUT = 300
 LINES = 300
 
 pytestmark = pytest.mark.skipif(
@@ -52,13 +47,7 @@ LAST = re.compile(r"^\[rank (\d)\] rank (\d) last end$")
 def test_every_worker_line_arrives_whole_after_its_rank(tmp_path: Path) -> None:
     script = tmp_path / "pieces.py"
     script.write_text(PIECES)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "TF_CONFIG")}
-    paths = [str(ROOT / "src"), str(ROOT / "backends"), env.get("PYTHONPATH", "")]
-    env.update(MULTIDEV_BACKEND=BK, PYTHONPATH=os.pathsep.join(p for p in paths if p))
-    cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", "2", str(script)]
-    res = subprocess.run(
-        cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT
-    )
+    res = _launch([str(script)])  # 2 workers, the active backend's engine
     assert res.returncode == 0, res.stdout + res.stderr
     seen: dict[tuple[str, str], list[int]] = {}
     last = []

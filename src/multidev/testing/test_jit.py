@@ -64,6 +64,21 @@ def _compiles(bk) -> bool:
     return "jit" in bk.capabilities
 
 
+def _trained_alike(run) -> tuple[tuple, tuple, list[str]]:
+    """``run(compiled)`` (3 training steps: their losses, then the model's values) eagerly and
+    under md.jit: the same losses and values, and the loss falls. Returns both runs and the
+    JitWarnings of the compiled one."""
+    eager = run(False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jitted = run(True)
+    np.testing.assert_allclose(jitted[0], eager[0], rtol=RTOL, atol=ATOL)
+    for k, v in eager[1].items():
+        np.testing.assert_allclose(jitted[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
+    assert eager[0][2] < eager[0][0]  # it trains
+    return eager, jitted, _jit_warnings(caught)
+
+
 def test_forward_equals_eager(bk):
     net = _mlp()
     X, _ = _data()
@@ -94,18 +109,11 @@ def test_train_step_equals_eager(bk):
         buffers = [opt.state[p]["momentum_buffer"].numpy() for p in net.parameters()]
         return losses, _values(net), buffers
 
-    eager = run(False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        jitted = run(True)
-    np.testing.assert_allclose(jitted[0], eager[0], rtol=RTOL, atol=ATOL)
-    for k, v in eager[1].items():
-        np.testing.assert_allclose(jitted[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
+    eager, jitted, found = _trained_alike(run)
     for a, b in zip(jitted[2], eager[2], strict=True):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
-    assert eager[0][2] < eager[0][0]  # it trains
     expected = 0 if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None) else 1
-    assert len(_jit_warnings(caught)) == expected, _jit_warnings(caught)
+    assert len(found) == expected, found
 
 
 @pytest.mark.requires("autograd")
@@ -232,15 +240,7 @@ def test_train_step_with_captured_tensors(bk):
         fn = md.jit(step) if compiled else step
         return [fn().item() for _ in range(3)], _values(net)
 
-    eager = run(False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        jitted = run(True)
-    np.testing.assert_allclose(jitted[0], eager[0], rtol=RTOL, atol=ATOL)
-    for k, v in eager[1].items():
-        np.testing.assert_allclose(jitted[1][k], v, rtol=RTOL, atol=ATOL, err_msg=k)
-    assert eager[0][2] < eager[0][0]  # it trains
-    found = _jit_warnings(caught)
+    _, _, found = _trained_alike(run)
     if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None):
         assert found == []
     else:  # the warning gives the backend's own reason, not a failed trace
