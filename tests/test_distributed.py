@@ -5,6 +5,7 @@ process; the engine itself through `multidev launch` with 2 worker processes on 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -194,3 +195,67 @@ def test_processes_on_gpus_use_nccl_one_gpu_each(tmp_path):
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "engine nccl device gpu:0" in out and "engine nccl device gpu:1" in out
+
+
+GLUON_TRAINER = """
+import json
+import numpy as np
+import mxnet as mx
+from mxnet import gluon
+import multidev as md
+from multidev import distributed as dist, nn
+
+dist.init_process_group()
+rank = dist.get_rank()
+md.manual_seed(0)
+net = dist.DistributedDataParallel(nn.Linear(3, 2))
+opt = md.optim.SGD(net.parameters(), lr=0.1)
+dense = gluon.nn.Dense(2, in_units=3)
+dense.initialize(mx.init.Constant(0.5))
+trainer = gluon.Trainer(
+    dense.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=dist.group().kv,
+    update_on_kvstore=False,
+)
+for step in range(3):
+    X = np.full((2, 3), rank + 1.0, np.float32)
+    with md.autograd.record():
+        loss = net(md.asarray(X)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with mx.autograd.record():
+        out = dense(mx.np.array(X)).sum()
+    out.backward()
+    trainer.step(1)
+total = dist.all_reduce(md.asarray(np.array([rank + 1.0], np.float32)))
+result = {
+    "rank": rank,
+    "md": np.concatenate([p.numpy().ravel() for p in net.parameters()]).tolist(),
+    "gluon": dense.weight.data().asnumpy().ravel().tolist(),
+    "total": total.numpy().tolist(),
+}
+print("RESULT " + json.dumps(result), flush=True)
+dist.barrier()
+"""
+
+
+@pytest.mark.skipif(BK != "mxnet", reason="a gluon Trainer on the dist_sync kvstore is MXNet's")
+def test_a_gluon_trainer_shares_the_kvstore_with_multidev(tmp_path):
+    """multidev's kvstore keys are integers above a gluon Trainer's (which numbers its
+    parameters from 0): both train in one job on ``dist.group().kv``, each rank ending with
+    the same parameters of either model. The Trainer's first step broadcasts its parameters,
+    then sums gradients on the same keys: ``group().kv.broadcast`` waits for its pull, else a
+    rank could start from the summed gradients (4 runs of 10 before)."""
+    script = tmp_path / "gluon_trainer.py"
+    script.write_text(GLUON_TRAINER)
+    res = _launch([str(script)])
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    results = [
+        json.loads(line.split("RESULT ", 1)[1]) for line in out.splitlines() if "RESULT " in line
+    ]
+    assert sorted(r["rank"] for r in results) == [0, 1], out
+    for key in ("md", "gluon"):
+        np.testing.assert_array_equal(results[0][key], results[1][key])
+    assert results[0]["gluon"] != [0.5] * 6  # the trainer stepped
+    assert results[0]["total"] == results[1]["total"] == [3.0]

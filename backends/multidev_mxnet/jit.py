@@ -27,6 +27,7 @@ A new trace is checked once against the values it traced before the graph is use
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -36,7 +37,7 @@ from mxnet import npx
 
 from multidev.autograd import keep_last_recording
 from multidev.device import Device
-from multidev.jit import build, flatten, hashable
+from multidev.jit import build, captured, flatten, hashable
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
 
@@ -114,7 +115,7 @@ class _Graph:
             kind = s[0]
             if kind == "x":
                 args.append(leaves[s[1]]._native)
-            elif kind == "p":
+            elif kind in ("p", "c"):  # a parameter, a captured tensor
                 args.append(s[1]._native)
             else:
                 args.append(s[1]._buffers[s[2]]._native)
@@ -138,9 +139,13 @@ def _params_and_buffers(blocks: list) -> tuple[list, list]:
     return list(params.values()), buffers
 
 
-def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list) -> tuple:
+def _trace(
+    fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: Sequence = ()
+) -> tuple:
     """Run ``fn`` once on marked copies and return ``(symbol, sources, out_spec,
-    traced_outputs)``. Raises Untraceable (with the reason) for what a graph cannot hold."""
+    traced_outputs)``; ``held`` are the tensors ``fn`` captures (``multidev.jit.captured``),
+    inputs of the graph too. Raises Untraceable (with the reason) for what a graph cannot
+    hold."""
     trace = _Trace()
     params, buffers = _params_and_buffers(blocks)
     inputs = []
@@ -156,6 +161,8 @@ def _trace(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: 
             trace.sources[known] = ("p", p)
     for m, key, b in buffers:
         trace.swap(b, ("b", m, key))
+    for t in held:
+        trace.swap(t, ("c", t))
     replaced = None
     try:
         a, kw = build(spec, inputs, lambda t, dt, dev: t)
@@ -205,8 +212,10 @@ def _same(got: list, want: list) -> bool:
     return True
 
 
-def _compile(fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list) -> _Graph:
-    sym, sources, out_spec, traced = _trace(fn, args, kwargs, leaves, spec, blocks)
+def _compile(
+    fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: list
+) -> _Graph:
+    sym, sources, out_spec, traced = _trace(fn, args, kwargs, leaves, spec, blocks, held)
     data = [i for i, s in enumerate(sources) if s[0] == "x"]
     rest = [i for i, s in enumerate(sources) if s[0] != "x"]
     flags = [*_FLAGS, ("data_indices", data), ("param_indices", rest)]
@@ -231,10 +240,11 @@ class _Compiled:
         self.blocks = blocks
         self.cache: dict[Any, Any] = {}
 
-    def key(self, spec: Any, leaves: list) -> Any:
+    def key(self, spec: Any, leaves: list, held: list) -> Any:
         return (
             hashable(spec),
             tuple(t._native.shape for t in leaves),
+            tuple((id(t), t._native.shape, t._dtype) for t in held),
             tuple(m.training for m in self.blocks),
             tuple(id(p._var) for m in self.blocks for p in m._parameters.values() if p is not None),
         )
@@ -242,11 +252,12 @@ class _Compiled:
     def __call__(self, args: tuple, kwargs: dict, warn: Any) -> Any:
         leaves: list[Tensor] = []
         spec = flatten((args, kwargs), leaves)
-        key = self.key(spec, leaves)
+        held = captured(self.fn)
+        key = self.key(spec, leaves, held)
         entry = self.cache.get(key)
         if entry is None:
             try:
-                entry = _compile(self.fn, args, kwargs, leaves, spec, self.blocks)
+                entry = _compile(self.fn, args, kwargs, leaves, spec, self.blocks, held)
             except Untraceable as e:
                 why = str(e)
                 entry = _STEP_MODE if why == STEP else _EAGER

@@ -196,10 +196,24 @@ class Backend(Jit, Autograd, AdapterBase):
         return x.clone() if out is x else out
 
     def setitem(self, x, key, value):
-        """``x[key] = value`` in place; a leaf that requires grad is written under no_grad."""
+        """``x[key] = value`` in place; a leaf that requires grad is written under no_grad.
+        Inside a to_static trace a program value cannot change: the written value is a new
+        one, which Paddle's ``__setitem__`` returns (``x[key] = value`` would drop it)."""
         key = native_key(key)
         whole = key is Ellipsis or (isinstance(key, tuple) and all(k is Ellipsis for k in key))
-        mask = isinstance(key, self.tensor_types) and key.dtype == paddle.bool and key.ndim == 0
+        mask = (
+            isinstance(key, (*self.tensor_types, paddle.pir.Value))
+            and key.dtype == paddle.bool
+            and key.ndim == 0
+        )
+        if isinstance(x, paddle.pir.Value):
+            if x.ndim == 0 and (whole or mask):
+                if isinstance(value, (paddle.pir.Value, *self.tensor_types)):
+                    new = paddle.cast(paddle.reshape(value, []), x.dtype)
+                else:
+                    new = paddle.full_like(x, value)
+                return paddle.where(key, new, x) if mask else new
+            return x.__setitem__(key, value)
         if x.ndim == 0 and (whole or mask):
             # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7"),
             # and its masked write a 0-d mask: x keeps its value where the mask is False

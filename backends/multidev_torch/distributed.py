@@ -83,8 +83,10 @@ def framework_launcher(
     log_dir: str,
     argv: list[str],
 ) -> list[str]:
-    """The torchrun command that starts this node's workers (console lines prefixed with
-    ``[default<rank>]:``, every worker stopped when one fails)."""
+    """The torchrun command that starts this node's workers (every worker stopped when one
+    fails). Their output goes into files under ``log_dir`` (``--redirects=3``), which
+    ``multidev launch`` writes out a whole line at a time with each rank's prefix: torchrun's
+    own console copy (``--tee``) writes whatever part of a line has arrived."""
     return [
         sys.executable,
         "-m",
@@ -96,7 +98,7 @@ def framework_launcher(
         f"--master-port={master_port}",
         "--max-restarts=0",
         f"--log-dir={log_dir}",
-        "--tee=3",
+        "--redirects=3",
         *argv,
     ]
 

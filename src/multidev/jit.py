@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,18 +61,34 @@ _EAGER = _Eager()
 
 
 # ---------------------------------------------------------------- what fn reaches
-def _collect(obj: Any, blocks: dict, opts: dict, depth: int = 0) -> None:
-    if isinstance(obj, _block_type()):
-        for m in obj.modules():
-            blocks.setdefault(id(m), m)
-    elif isinstance(obj, Optimizer):
-        opts.setdefault(id(obj), obj)
-    elif depth < 2 and isinstance(obj, (list, tuple)):
+def _walk(obj: Any, visit: Callable[[Any], bool], depth: int = 0) -> None:
+    """``visit`` each object of ``obj`` and of the lists, tuples and dicts in it (two levels
+    deep) until ``visit`` says it took the object (returns True)."""
+    if visit(obj):
+        return
+    if depth < 2 and isinstance(obj, (list, tuple)):
         for v in obj:
-            _collect(v, blocks, opts, depth + 1)
+            _walk(v, visit, depth + 1)
     elif depth < 2 and isinstance(obj, dict):
         for v in obj.values():
-            _collect(v, blocks, opts, depth + 1)
+            _walk(v, visit, depth + 1)
+
+
+def _around(fn: Any) -> Iterator[Any]:
+    """What ``fn`` reaches besides its arguments: its default values, the contents of its
+    closure and the globals it names."""
+    func = getattr(fn, "__func__", fn)
+    yield getattr(func, "__defaults__", None) or ()
+    yield getattr(func, "__kwdefaults__", None) or {}
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        glb = getattr(func, "__globals__", {})
+        yield from (glb[name] for name in code.co_names if name in glb)
 
 
 def _block_type() -> type[Block]:
@@ -84,26 +100,43 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
     """The Blocks (every sub-block) and optimisers ``fn`` can reach."""
     blocks: dict[int, Any] = {}
     opts: dict[int, Any] = {}
-    _collect(args, blocks, opts)
-    _collect(kwargs, blocks, opts)
+    block_type = _block_type()
+
+    def visit(obj: Any) -> bool:
+        if isinstance(obj, block_type):
+            for m in obj.modules():
+                blocks.setdefault(id(m), m)
+            return True
+        if isinstance(obj, Optimizer):
+            opts.setdefault(id(obj), obj)
+            return True
+        return False
+
     owner = getattr(fn, "__self__", None)
-    if owner is not None:
-        _collect(owner, blocks, opts)
-    func = getattr(fn, "__func__", fn)
-    code = getattr(func, "__code__", None)
-    _collect(getattr(func, "__defaults__", None) or (), blocks, opts)
-    _collect(getattr(func, "__kwdefaults__", None) or {}, blocks, opts)
-    for cell in getattr(func, "__closure__", None) or ():
-        try:
-            _collect(cell.cell_contents, blocks, opts)
-        except ValueError:  # an empty cell
-            continue
-    if code is not None:
-        glb = getattr(func, "__globals__", {})
-        for name in code.co_names:
-            if name in glb:
-                _collect(glb[name], blocks, opts)
+    for obj in (args, kwargs, owner, *_around(fn)):
+        _walk(obj, visit)
     return list(blocks.values()), list(opts.values())
+
+
+def captured(fn: Any) -> list[Tensor]:
+    """The Tensors (Parameters aside) ``fn`` reaches without taking them as arguments: in its
+    default values, its closure and the globals it names (a constant mask, class weights, a
+    learning rate). Compilers that trace get them as inputs of the compiled function, so
+    each call reads their current values: a trace would otherwise hold eager values that
+    its graph cannot use, or keep the values of the first call."""
+    found: dict[int, Tensor] = {}
+    parameter = sys.modules["multidev.nn.parameter"].Parameter
+
+    def visit(obj: Any) -> bool:
+        if isinstance(obj, Tensor):
+            if not isinstance(obj, parameter):
+                found.setdefault(id(obj), obj)
+            return True
+        return False
+
+    for obj in _around(fn):
+        _walk(obj, visit)
+    return list(found.values())
 
 
 # ---------------------------------------------------------------- flattening
@@ -264,6 +297,7 @@ class Jitted:
         grads = [bk.grad(p._var) for p in params]
         state_spec, state_vals = _opt_state(opts)
         buffers = _buffers(blocks)
+        held = captured(self.fn)
         key = (
             id(bk),
             hashable(spec),
@@ -271,6 +305,7 @@ class Jitted:
             tuple(g is None for g in grads),
             state_spec,
             tuple((id(m), name, b._dtype) for m, name, b in buffers),
+            tuple((id(t), t._dtype) for t in held),
         )
         entry = self._cache.get(key)
         if entry is _EAGER:
@@ -278,7 +313,7 @@ class Jitted:
         if entry is None:
             slots = [(m, name) for m, name, _ in buffers]
             entry = self._cache[key] = self._trace(
-                bk, compile_, spec, params, opts, state_spec, slots
+                bk, compile_, spec, params, opts, state_spec, slots, held
             )
         compiled, holder = entry
         natives = [t._native for t in leaves]
@@ -287,6 +322,7 @@ class Jitted:
             *(g for g in grads if g is not None),
             *(v._native for v in state_vals),
             *(b._native for _, _, b in buffers),
+            *(t._native for t in held),
         ]
         traced_before = holder["traces"]
         snapshot = _snapshot(params, opts, bk)
@@ -319,8 +355,12 @@ class Jitted:
         for p, g in zip(params, grad_natives, strict=True):
             bk.set_grad(p._var, g)
         _write_state(holder["state_out"], state_natives, opts, params, bk)
-        for (m, name, b), n in zip(buffers, out[n_out + n_grad + n_state :], strict=True):
+        n_buf = len(buffers)
+        rest = out[n_out + n_grad + n_state :]
+        for (m, name, b), n in zip(buffers, rest[:n_buf], strict=True):
             m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
+        for i, n in zip(holder["written"], rest[n_buf:], strict=True):
+            held[i]._native = n
         return build(
             holder["out"], out_natives, lambda n, dt, dev: Tensor(n, bk, bk.device_of(n), dt)
         )
@@ -334,10 +374,12 @@ class Jitted:
         opts: list,
         state_spec: Any,
         slots: list[tuple[Any, str]],
+        held: list[Tensor],
     ) -> tuple[Any, dict]:
-        """``fn`` as the compiler's function of (inputs, gradients, optimiser state, buffers)
-        returning (outputs, gradients, optimiser state, buffers): the Python objects hold
-        traced values only while it traces, and their own values again after."""
+        """``fn`` as the compiler's function of (inputs, gradients, optimiser state, buffers,
+        captured tensors) returning (outputs, gradients, optimiser state, buffers, the
+        captured tensors it wrote): the Python objects hold traced values only while it
+        traces, and their own values again after."""
         holder: dict[str, Any] = {"traces": 0}
         fn = self.fn
 
@@ -362,17 +404,30 @@ class Jitted:
                 for p in params:
                     p._native = convert(p._var)
             kept = [m._buffers[name] for m, name in slots]
-            for (m, name), b, n in zip(slots, kept, rest[k + n_state :], strict=True):
+            buffers_in = rest[k + n_state : k + n_state + len(slots)]
+            for (m, name), b, n in zip(slots, kept, buffers_in, strict=True):
                 m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
+            held_in = rest[k + n_state + len(slots) :]
+            own = [t._native for t in held]
+            for t, n in zip(held, held_in, strict=True):
+                t._native = n
             try:
                 with keep_last_recording(), inside():
                     out = fn(*args, **kwargs)
                 out_buffers = [m._buffers[name]._native for m, name in slots]
+                holder["written"] = [
+                    i
+                    for i, (t, n) in enumerate(zip(held, held_in, strict=True))
+                    if t._native is not n
+                ]
+                out_held = [held[i]._native for i in holder["written"]]
             finally:
                 for p, n in saved:
                     p._native = n
                 for (m, name), b in zip(slots, kept, strict=True):
                     m._buffers[name] = b
+                for t, n in zip(held, own, strict=True):
+                    t._native = n
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
             holder["out"] = flatten(out, out_leaves)
@@ -385,6 +440,7 @@ class Jitted:
                 *out_grads,
                 *(t._native for t in out_vals),
                 *out_buffers,
+                *out_held,
             )
 
         return compile_(body), holder

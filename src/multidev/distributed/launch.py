@@ -3,13 +3,18 @@ the job, through the framework's own launcher where it has one (torchrun) or wit
 environment its engine reads (``RANK``/``WORLD_SIZE``/``MASTER_*`` plus ``TF_CONFIG``,
 ``PADDLE_*``, MXNet's ``DMLC_*`` with its scheduler and server processes).
 
-Output lines are prefixed with the rank (``[rank 1] ...``; torchrun writes ``[default1]:``).
+Each line a worker writes reaches the launcher's output whole, prefixed with its rank
+(``[rank 1] ...``), however the worker wrote it (an unbuffered ``print`` of several pieces, a
+line without its end yet): the launcher reads each stream of each worker on its own and
+writes complete lines only. torchrun's workers write into files (``--redirects=3``), which
+the launcher follows the same way.
 When a worker fails the others are stopped (SIGTERM, then SIGKILL after ``stop_timeout``
 seconds) and the launcher returns 1, naming the rank and how it ended.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
@@ -133,6 +138,11 @@ class Proc:
     cmd: list[str]
     env: dict[str, str] = field(default_factory=dict)
     worker: bool = True
+    #: where a framework launcher writes its workers' output: torchrun's log folder
+    #: ``<logs>/<run>/attempt_<n>/<local rank>/{stdout,stderr}.log`` (empty: none)
+    logs: str = ""
+    #: the rank of its workers' local rank 0
+    first_rank: int = 0
 
 
 def _describe(code: int) -> str:
@@ -144,13 +154,74 @@ def _describe(code: int) -> str:
     return f"exited with code {code}"
 
 
+def _write_lines(lines: list[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+    """Write whole lines (without their ends), each after ``prefix``, none cut by another."""
+    text = "".join(f"{prefix}{line.decode(errors='replace')}\n" for line in lines)
+    with lock:
+        out.write(text)
+        out.flush()
+
+
 def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+    """Copy one stream of one process, a whole line at a time (``readline`` waits for the
+    line's end, or the stream's)."""
     for raw in iter(stream.readline, b""):
-        line = raw.decode(errors="replace").rstrip("\n")
-        with lock:
-            out.write(f"{prefix}{line}\n")
-            out.flush()
+        _write_lines([raw.rstrip(b"\n")], prefix, out, lock)
     stream.close()
+
+
+class _LogTail:
+    """The output a framework launcher's workers write into files (torchrun ``--redirects``),
+    followed as the files grow and written out a whole line at a time with the rank's prefix:
+    a line is written once its end has arrived, or at the end of the run."""
+
+    def __init__(self, logs: str, first_rank: int, out: IO[str], lock: threading.Lock) -> None:
+        self.logs = logs
+        self.first_rank = first_rank
+        self.out = out
+        self.lock = lock
+        #: path -> (open file, prefix, the start of a line whose end has not arrived)
+        self.files: dict[str, tuple[IO[bytes], str, bytearray]] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+        self.thread.start()
+
+    def _scan(self) -> None:
+        pattern = os.path.join(glob.escape(self.logs), "*", "attempt_*", "*", "std*.log")
+        for path in sorted(glob.glob(pattern)):
+            local = os.path.basename(os.path.dirname(path))
+            if path in self.files or not local.isdigit():
+                continue
+            prefix = f"[rank {self.first_rank + int(local)}] "
+            self.files[path] = (open(path, "rb"), prefix, bytearray())  # noqa: SIM115
+
+    def _read(self, final: bool) -> None:
+        for f, prefix, pending in self.files.values():
+            pending += f.read()
+            lines = bytes(pending).split(b"\n")
+            rest = lines.pop()  # after the last line end: the start of a line to come
+            if final and rest:  # the run has ended: the line will not get its end
+                lines.append(rest)
+                rest = b""
+            if lines:
+                _write_lines(lines, prefix, self.out, self.lock)
+            pending[:] = rest
+
+    def _follow(self) -> None:
+        try:
+            while not self.done.wait(0.05):
+                self._scan()
+                self._read(final=False)
+            self._scan()
+            self._read(final=True)
+        finally:
+            for f, _, _ in self.files.values():
+                f.close()
+
+    def finish(self, timeout: float) -> None:
+        """Write what remains (the processes have ended) and stop following."""
+        self.done.set()
+        self.thread.join(timeout)
 
 
 def _stop(popen: subprocess.Popen, timeout: float) -> None:
@@ -189,7 +260,7 @@ def _plan(
             log_dir=log_dir,
             argv=argv,
         )
-        return [Proc("", cmd)]
+        return [Proc("", cmd, logs=log_dir, first_rank=node_rank * nproc_per_node)]
     world = nproc_per_node * nnodes
     extra: Callable[..., list[dict[str, str]]] | None = getattr(engine, "worker_envs", None)
     envs = (
@@ -311,27 +382,33 @@ def _run(
     out, whatever the way out is."""
     running: list[tuple[Proc, subprocess.Popen]] = []
     pumps: list[threading.Thread] = []
+    tails: list[_LogTail] = []
     try:
         for proc in plan:
             popen = subprocess.Popen(
                 proc.cmd,
                 env={**base, **proc.env},
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.PIPE,  # a pipe each: a line of one never cuts the other's
                 start_new_session=True,
             )
             running.append((proc, popen))
-            t = threading.Thread(
-                target=_pump, args=(popen.stdout, proc.label, out, lock), daemon=True
-            )
-            t.start()
-            pumps.append(t)
+            if proc.logs:
+                tails.append(_LogTail(proc.logs, proc.first_rank, out, lock))
+            for stream in (popen.stdout, popen.stderr):
+                t = threading.Thread(
+                    target=_pump, args=(stream, proc.label, out, lock), daemon=True
+                )
+                t.start()
+                pumps.append(t)
         return _watch(running, stop_timeout, out, lock)
     finally:
         for _, popen in running:
             _stop(popen, stop_timeout)
         for t in pumps:
             t.join(stop_timeout)
+        for tail in tails:
+            tail.finish(stop_timeout)
 
 
 def _watch(
