@@ -21,7 +21,7 @@ import mxnet as mx
 from mxnet import gluon
 
 from multidev.nn.native import NativeBlockMixin, adapter_of, call
-from multidev.tracing import tracing, untraceable
+from multidev.tracing import untraceable
 
 from .jit import STEP
 from .updates import invoke, op_handle
@@ -119,15 +119,14 @@ def _buffers(var: Any) -> list[Any]:
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
-    def record(self):
-        return mx.autograd.record()
+    record = staticmethod(mx.autograd.record)
+    native_module = NativeBlock
 
     def no_grad(self, recordings: Sequence[Any]):
         return mx.autograd.pause()
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if tracing():  # md.jit traced a training step: it compiles the step's forwards
-            untraceable(STEP)
+        untraceable(STEP)  # in a trace of a training step md.jit compiles its forwards only
         try:
             loss.backward(out_grad=gradient, retain_graph=retain_graph)
         except mx.base.MXNetError as e:
@@ -171,6 +170,3 @@ class Autograd:
             setattr(var, _HAS_GRAD, False)
         if buffers:
             invoke(_RESET, buffers, ["num_arrays"], [str(len(buffers))], None)
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

@@ -17,7 +17,6 @@ _UINT8 = np.dtype(np.uint8)
 _INT64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
 _SCALARS = (bool, int, float)
-_EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
 def like(x, value):
@@ -100,7 +99,7 @@ def _write_zero_dim(x, key, value) -> None:
 
 def setitem(x, key, value):
     """``x[key] = value`` in place; returns x."""
-    if type(value) is int and abs(value) > _EXACT_INT:
+    if type(value) is int and not exact_float64(value):  # beyond 2**53: a C double loses digits
         value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
     elif type(value) is float and x.dtype == _F64 and not exact_float64(value):
         value = full((), value, x.dtype, x.ctx)  # MXNet would read the float from text

@@ -69,10 +69,6 @@ def _paused(recordings: Sequence[Recording]) -> Iterator[None]:
         yield
 
 
-def _dense(g):
-    return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
-
-
 class NativeBlock(NativeBlockMixin, tf.Module):
     """A ``tf.Module`` view of a multidev Block: sub-blocks and variables as attributes under
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
@@ -90,8 +86,8 @@ class NativeBlock(NativeBlockMixin, tf.Module):
 class Autograd:
     """The ``contract.Autograd`` primitives on TensorFlow."""
 
-    def record(self) -> Recording:
-        return Recording()
+    record = Recording
+    native_module = NativeBlock
 
     def no_grad(self, recordings: Sequence[Recording]):
         return _paused(recordings)
@@ -111,7 +107,8 @@ class Autograd:
             if g is None:
                 continue
             found = True
-            g = _dense(g)
+            if isinstance(g, tf.IndexedSlices):
+                g = tf.convert_to_tensor(g)
             with tf.device(var.device):
                 if g.device != var.device:
                     g = tf.identity(g)
@@ -126,6 +123,3 @@ class Autograd:
 
     def set_grad(self, var, value) -> None:
         setattr(var, _GRAD, value)
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

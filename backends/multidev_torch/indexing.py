@@ -61,9 +61,7 @@ def write(x, key, value) -> None:
     if _plain_key(items):
         x[key] = value
         return
-    if not any(type(k) is slice and k.step is not None and k.step < 0 for k in items):
-        x[_positive_steps(x, items)[1]] = value
-        return
-    # PyTorch has no negative strides: select the flat positions, then write through them
+    # PyTorch has no negative strides (and reads uint8 index arrays as masks): select the
+    # flat positions with NumPy's reading of the key, then write through them
     positions = torch.arange(x.numel(), device=x.device).reshape(x.shape)
     x[torch.unravel_index(getitem(positions, key), x.shape)] = value
