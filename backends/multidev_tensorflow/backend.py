@@ -123,9 +123,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def __init__(self) -> None:
         super().__init__()
         _configure_runtime()
-        devices = self.list_devices()
-        self._devices = devices
-        self._device_set = frozenset(devices)
+        devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
         self._natives.update({d: self.make_native_device(d) for d in devices})

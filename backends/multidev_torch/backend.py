@@ -89,9 +89,7 @@ class Backend(Jit, Autograd, AdapterBase):
         return x.device
 
     def scope(self, dev: Device) -> AbstractContextManager:
-        if dev.type == "gpu":
-            return torch.cuda.device(dev.index)
-        return nullcontext()
+        return torch.cuda.device(dev.index) if dev.type == "gpu" else nullcontext()
 
     # tensors ---------------------------------------------------------------
     def from_numpy(self, arr: np.ndarray, dev: Device) -> torch.Tensor:

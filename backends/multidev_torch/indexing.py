@@ -6,12 +6,13 @@ from __future__ import annotations
 import torch
 
 from multidev.contract import key_axes
+from multidev.indexing import bool_mask_ndim
 
 __all__ = ["getitem", "write"]
 
-_BOOL = torch.bool
 _LONG = torch.int64
 _INDEX_DTYPES = frozenset({torch.int64, torch.int32, torch.bool})
+_mask_ndim = bool_mask_ndim(torch.Tensor, torch.bool)
 
 
 def _plain_key(items: tuple) -> bool:
@@ -23,10 +24,6 @@ def _plain_key(items: tuple) -> bool:
         elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
             return False
     return True
-
-
-def _mask_ndim(k) -> int | None:
-    return k.dim() if isinstance(k, torch.Tensor) and k.dtype is _BOOL else None
 
 
 def _positive_steps(x, items: tuple):
