@@ -33,7 +33,6 @@ _HAS_GRAD = "_multidev_has_grad"
 #: set on a gluon Parameter: (its gradient list, the non-empty buffers in it)
 _BUFFERS = "_multidev_grad_buffers"
 _RESET = op_handle("reset_arrays")
-_RESERVED = frozenset(dir(gluon.HybridBlock))
 _NOT_RECORDED = "not in a computational graph"
 
 
@@ -46,7 +45,7 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     ``path-symbol.json`` and ``path-0000.params``."""
 
     _md_framework_class = "gluon.HybridBlock"
-    _md_reserved = _RESERVED
+    _md_reserved = frozenset(dir(gluon.HybridBlock))
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()

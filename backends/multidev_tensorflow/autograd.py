@@ -22,7 +22,6 @@ __all__ = ["Autograd", "NativeBlock", "Recording"]
 
 #: the attribute of a tf.Variable that holds its accumulated gradient
 _GRAD = "_multidev_grad"
-_RESERVED = frozenset(dir(tf.Module))
 
 
 class Recording:
@@ -46,13 +45,10 @@ class Recording:
         self.active = False
         self.tape.__exit__(*exc)
 
-    @property
-    def recording(self) -> bool:
-        return self.active and not self.paused
-
     @contextlib.contextmanager
     def pause(self) -> Iterator[None]:
-        stop = self.tape.stop_recording() if self.recording else contextlib.nullcontext()
+        recording = self.active and not self.paused
+        stop = self.tape.stop_recording() if recording else contextlib.nullcontext()
         self.paused += 1
         try:
             with stop:
@@ -74,7 +70,7 @@ class NativeBlock(NativeBlockMixin, tf.Module):
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
 
     _md_framework_class = "tf.Module"
-    _md_reserved = _RESERVED
+    _md_reserved = frozenset(dir(tf.Module))
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__(name=type(block).__name__.lower())

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
@@ -44,7 +43,6 @@ _NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
 #: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
 _ALIGNMENT = array_api.ALIGNMENT
 _DLPACK_KINDS = frozenset("biuf")
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 #: dtypes TensorFlow's fused gradient-descent update has a GPU kernel for
 _FUSED_GPU_DTYPES = frozenset({tf.float16, tf.float32, tf.float64})
