@@ -57,14 +57,6 @@ class Recording:
             self.paused -= 1
 
 
-@contextlib.contextmanager
-def _paused(recordings: Sequence[Recording]) -> Iterator[None]:
-    with contextlib.ExitStack() as stack:
-        for rec in recordings:
-            stack.enter_context(rec.pause())
-        yield
-
-
 class NativeBlock(NativeBlockMixin, tf.Module):
     """A ``tf.Module`` view of a multidev Block: sub-blocks and variables as attributes under
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
@@ -85,8 +77,12 @@ class Autograd:
     record = Recording
     native_module = NativeBlock
 
-    def no_grad(self, recordings: Sequence[Recording]):
-        return _paused(recordings)
+    @contextlib.contextmanager
+    def no_grad(self, recordings: Sequence[Recording]) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for rec in recordings:
+                stack.enter_context(rec.pause())
+            yield
 
     def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
         if recording is None or any(x is loss for x in recording.done):

@@ -10,7 +10,6 @@ from multidev.indexing import bool_mask_ndim
 
 __all__ = ["getitem", "write"]
 
-_LONG = torch.int64
 _INDEX_DTYPES = frozenset({torch.int64, torch.int32, torch.bool})
 _mask_ndim = bool_mask_ndim(torch.Tensor, torch.bool)
 
@@ -40,7 +39,7 @@ def _positive_steps(x, items: tuple):
             else:
                 k = slice(0, 0)
         elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
-            k = k.to(_LONG)
+            k = k.to(torch.int64)
         out.append(k)
     return (x.flip(flips) if flips else x), tuple(out)
 
