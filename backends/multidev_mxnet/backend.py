@@ -81,8 +81,6 @@ class Backend(Jit, Autograd, AdapterBase):
         super().__init__()
         _activate_numpy_semantics()
         self.cpu_count = env_count(CPU_DEVICES_ENV, 2, "MXNet CPU contexts multidev offers")
-        for i in range(self.cpu_count):
-            self.native_device(Device("cpu", i))  # known as places too (make_native_device)
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
@@ -90,14 +88,10 @@ class Backend(Jit, Autograd, AdapterBase):
         n = nvml_visible_gpu_count() if mx.runtime.Features().is_enabled("CUDA") else 0
         if n is None:  # no NVML: ask CUDA itself (initialises it in this process)
             n = mx.context.num_gpus()
-        for i in range(n):
-            self.native_device(Device("gpu", i))
         return n
 
     def make_native_device(self, dev: Device) -> mx.Context:
-        ctx = mx.Context(dev.type, dev.index)
-        self._places[ctx] = dev
-        return ctx
+        return mx.Context(dev.type, dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
         if not isinstance(obj, mx.Context):
