@@ -21,7 +21,7 @@ import mxnet as mx
 from mxnet import gluon
 
 from multidev.nn.native import NativeBlockMixin, adapter_of, call
-from multidev.tracing import tracing, untraceable
+from multidev.tracing import untraceable
 
 from .jit import STEP
 from .updates import invoke, op_handle
@@ -33,7 +33,6 @@ _HAS_GRAD = "_multidev_has_grad"
 #: set on a gluon Parameter: (its gradient list, the non-empty buffers in it)
 _BUFFERS = "_multidev_grad_buffers"
 _RESET = op_handle("reset_arrays")
-_RESERVED = frozenset(dir(gluon.HybridBlock))
 _NOT_RECORDED = "not in a computational graph"
 
 
@@ -46,7 +45,7 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     ``path-symbol.json`` and ``path-0000.params``."""
 
     _md_framework_class = "gluon.HybridBlock"
-    _md_reserved = _RESERVED
+    _md_reserved = frozenset(dir(gluon.HybridBlock))
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__()
@@ -119,15 +118,14 @@ def _buffers(var: Any) -> list[Any]:
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
-    def record(self):
-        return mx.autograd.record()
+    record = staticmethod(mx.autograd.record)
+    native_module = NativeBlock
 
     def no_grad(self, recordings: Sequence[Any]):
         return mx.autograd.pause()
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if tracing():  # md.jit traced a training step: it compiles the step's forwards
-            untraceable(STEP)
+        untraceable(STEP)  # in a trace of a training step md.jit compiles its forwards only
         try:
             loss.backward(out_grad=gradient, retain_graph=retain_graph)
         except mx.base.MXNetError as e:
@@ -171,6 +169,3 @@ class Autograd:
             setattr(var, _HAS_GRAD, False)
         if buffers:
             invoke(_RESET, buffers, ["num_arrays"], [str(len(buffers))], None)
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

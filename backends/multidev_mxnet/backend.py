@@ -33,25 +33,22 @@ from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits, env_count
 from multidev.device import Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
-from multidev.tracing import tracing, untraceable
+from multidev.tracing import untraceable
 
 from . import fill, updates
 from .autograd import Autograd
-from .dtypes import ALTERNATIVES, NATIVE
+from .dtypes import ALTERNATIVES
 from .indexing import setitem
 from .jit import READS_VALUES, WRITES_IN_PLACE, Jit
-from .linalg import FFT, LINALG
-from .ops import FLOATS, OPS
+from .ops import FLOATS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
 _CPU = Device("cpu", 0)
-_SCALARS = (bool, int, float)
 _CPU_CONTEXT = mx.cpu(0)
 #: dtypes MXNet's ``from_numpy`` refuses
 _NO_ZERO_COPY = frozenset({np.dtype("int8")})
-_EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
 
 
 def _activate_numpy_semantics() -> None:
@@ -66,11 +63,9 @@ class Backend(Jit, Autograd, AdapterBase):
     name = "mxnet"
     capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64", "jit"})
     tensor_types = (mnp.ndarray,)
-    dtypes = NATIVE
     dtype_alternatives = ALTERNATIVES
-    ops = OPS
-    linalg = LINALG
-    fft = FFT
+    # MXNet's current context (``with mx.cpu(1):``) when it is one of ours, else cpu:0
+    native_default = staticmethod(mx.context.current_context)
     native_full = staticmethod(fill.full)
     native_empty = staticmethod(lambda shape, dt, dev: mnp.empty(shape, dtype=dt, ctx=dev))
     conformance_xfails: ClassVar[dict[str, str]] = {
@@ -86,8 +81,6 @@ class Backend(Jit, Autograd, AdapterBase):
         super().__init__()
         _activate_numpy_semantics()
         self.cpu_count = env_count(CPU_DEVICES_ENV, 2, "MXNet CPU contexts multidev offers")
-        for i in range(self.cpu_count):
-            self.native_device(Device("cpu", i))  # known as places too (make_native_device)
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
@@ -95,19 +88,10 @@ class Backend(Jit, Autograd, AdapterBase):
         n = nvml_visible_gpu_count() if mx.runtime.Features().is_enabled("CUDA") else 0
         if n is None:  # no NVML: ask CUDA itself (initialises it in this process)
             n = mx.context.num_gpus()
-        for i in range(n):
-            self.native_device(Device("gpu", i))
         return n
 
-    def default_device(self) -> Device:
-        """MXNet's current context (``with mx.cpu(1):``) when it is one of ours, else cpu:0."""
-        dev = self._places.get(mx.context.current_context())
-        return dev if dev is not None and dev in self.device_set() else _CPU
-
     def make_native_device(self, dev: Device) -> mx.Context:
-        ctx = mx.Context(dev.type, dev.index)
-        self._places[ctx] = dev
-        return ctx
+        return mx.Context(dev.type, dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
         if not isinstance(obj, mx.Context):
@@ -127,9 +111,6 @@ class Backend(Jit, Autograd, AdapterBase):
         return mx.Context(self.native_device(dev))  # a fresh one: a Context nests only once
 
     # tensors ---------------------------------------------------------------
-    def native_dtype_name(self, native) -> str:
-        return str(native)
-
     def from_numpy(self, arr: np.ndarray, dev: Device) -> mnp.ndarray:
         """A copy on ``dev``; the caller's array is left as it is (MXNet's zero-copy wrapper
         would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
@@ -150,21 +131,20 @@ class Backend(Jit, Autograd, AdapterBase):
     def to_numpy(self, x) -> np.ndarray:
         """A host copy of the values (waits for pending operations on x). Stops a graph
         trace (``md.jit``), which would replay the values as constants."""
-        if tracing():
-            untraceable(READS_VALUES)
+        untraceable(READS_VALUES)
         return x.asnumpy()
 
     def to_device(self, x, dev: Device) -> mnp.ndarray:
         return x.copyto(self.native_device(dev))
 
     def full(self, shape, value, dt, dev) -> mnp.ndarray:
-        if dt.kind in "iu" and isinstance(value, int) and abs(value) > _EXACT_INT:
+        # a Python int beyond 2**53 would lose digits on its way through a C double
+        if dt.kind in "iu" and isinstance(value, int) and not fill.exact_float64(value):
             return self.from_numpy(np.full(shape, value, dtype=self.native_dtype(dt)), dev)
         return super().full(shape, value, dt, dev)
 
     def setitem(self, x, key, value):
-        if tracing():
-            untraceable(WRITES_IN_PLACE)
+        untraceable(WRITES_IN_PLACE)
         return setitem(x, key, value)
 
     seed = staticmethod(mx.random.seed)
@@ -196,8 +176,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y`` in place: MXNet's fused ``sgd_update`` kernel (``w -= lr * g``
         with ``lr = -alpha``) on legacy views of the same memory, for floating point."""
-        if tracing():
-            untraceable(WRITES_IN_PLACE)
+        untraceable(WRITES_IN_PLACE)
         if x.dtype in FLOATS and x.size:
             w = x.as_nd_ndarray()
             mx.nd.sgd_update(w, y.as_nd_ndarray(), lr=-alpha, wd=0.0, out=w)
@@ -208,6 +187,5 @@ class Backend(Jit, Autograd, AdapterBase):
     def add_scaled_many_(self, xs, ys, alpha: float) -> list:
         """``x += alpha * y`` for each pair, in as few ``multi_sgd_update``/``sgd_update``
         engine operations as the tensors' sizes allow (``updates.add_scaled_many_``)."""
-        if tracing():
-            untraceable(WRITES_IN_PLACE)
+        untraceable(WRITES_IN_PLACE)
         return updates.add_scaled_many_(list(xs), list(ys), alpha)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from mxnet import np as mnp
 
-from multidev.indexing import checked_key
+from multidev.indexing import bool_mask_ndim, checked_key
 
 from .fill import exact_float64, full
 
@@ -17,7 +17,7 @@ _UINT8 = np.dtype(np.uint8)
 _INT64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
 _SCALARS = (bool, int, float)
-_EXACT_INT = 2**53  # Python ints beyond this lose digits on their way through a C double
+_mask_ndim = bool_mask_ndim(mnp.ndarray, _BOOL)
 
 
 def like(x, value):
@@ -55,10 +55,6 @@ def getitem(x, key):
             raise
     items = key if type(key) is tuple else (key,)
     return x.reshape((1,) * sum(k is None for k in items))
-
-
-def _mask_ndim(k) -> int | None:
-    return k.ndim if isinstance(k, mnp.ndarray) and k.dtype == _BOOL else None
 
 
 def _index(k, size: int):
@@ -100,7 +96,7 @@ def _write_zero_dim(x, key, value) -> None:
 
 def setitem(x, key, value):
     """``x[key] = value`` in place; returns x."""
-    if type(value) is int and abs(value) > _EXACT_INT:
+    if type(value) is int and not exact_float64(value):  # beyond 2**53: a C double loses digits
         value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
     elif type(value) is float and x.dtype == _F64 and not exact_float64(value):
         value = full((), value, x.dtype, x.ctx)  # MXNet would read the float from text

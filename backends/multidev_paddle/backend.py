@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +26,7 @@ with warnings.catch_warnings():
     import paddle
 
 from paddle import _C_ops
-from paddle.base.framework import EagerParamBase
+from paddle.base.framework import EagerParamBase, _current_expected_place_
 from paddle.utils import dlpack as _dlpack
 
 from multidev import dtypes as _dt
@@ -97,32 +98,18 @@ class Backend(Jit, Autograd, AdapterBase):
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
+    # the place paddle.get_device() names (a CUDA build with a GPU: gpu:0)
+    native_default = staticmethod(_current_expected_place_)
 
     def __init__(self) -> None:
         super().__init__()
         self._natives[_CPU] = paddle.CPUPlace()
         self._places[paddle.CPUPlace()] = _CPU
-        self._by_name: dict[str, Device] = {}
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to Paddle (0 for a CPU build)."""
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
-
-    def default_device(self) -> Device:
-        """What ``paddle.get_device()`` says (a CUDA build with a GPU says gpu:0), or the CPU
-        where that is a device multidev does not place on."""
-        name = paddle.get_device()
-        dev = self._by_name.get(name)
-        if dev is None:
-            try:
-                dev = Device.parse(name)
-            except ValueError:
-                dev = _CPU
-            if dev not in self.device_set():
-                dev = _CPU
-            self._by_name[name] = dev
-        return dev
 
     def make_native_device(self, dev: Device):
         if dev.type != "gpu" or dev.index >= self.num_gpus():
@@ -223,10 +210,7 @@ class Backend(Jit, Autograd, AdapterBase):
                 value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
             paddle.assign(value.reshape([]).astype(x.dtype), output=x)
             return x
-        if not x.stop_gradient and x.is_leaf:
-            with paddle.no_grad():
-                x[key] = value
-        else:
+        with paddle.no_grad() if not x.stop_gradient and x.is_leaf else nullcontext():
             x[key] = value
         return x
 

@@ -22,7 +22,6 @@ __all__ = ["Autograd", "NativeBlock", "Recording"]
 
 #: the attribute of a tf.Variable that holds its accumulated gradient
 _GRAD = "_multidev_grad"
-_RESERVED = frozenset(dir(tf.Module))
 
 
 class Recording:
@@ -46,13 +45,10 @@ class Recording:
         self.active = False
         self.tape.__exit__(*exc)
 
-    @property
-    def recording(self) -> bool:
-        return self.active and not self.paused
-
     @contextlib.contextmanager
     def pause(self) -> Iterator[None]:
-        stop = self.tape.stop_recording() if self.recording else contextlib.nullcontext()
+        recording = self.active and not self.paused
+        stop = self.tape.stop_recording() if recording else contextlib.nullcontext()
         self.paused += 1
         try:
             with stop:
@@ -61,24 +57,12 @@ class Recording:
             self.paused -= 1
 
 
-@contextlib.contextmanager
-def _paused(recordings: Sequence[Recording]) -> Iterator[None]:
-    with contextlib.ExitStack() as stack:
-        for rec in recordings:
-            stack.enter_context(rec.pause())
-        yield
-
-
-def _dense(g):
-    return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
-
-
 class NativeBlock(NativeBlockMixin, tf.Module):
     """A ``tf.Module`` view of a multidev Block: sub-blocks and variables as attributes under
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
 
     _md_framework_class = "tf.Module"
-    _md_reserved = _RESERVED
+    _md_reserved = frozenset(dir(tf.Module))
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
         super().__init__(name=type(block).__name__.lower())
@@ -90,11 +74,15 @@ class NativeBlock(NativeBlockMixin, tf.Module):
 class Autograd:
     """The ``contract.Autograd`` primitives on TensorFlow."""
 
-    def record(self) -> Recording:
-        return Recording()
+    record = Recording
+    native_module = NativeBlock
 
-    def no_grad(self, recordings: Sequence[Recording]):
-        return _paused(recordings)
+    @contextlib.contextmanager
+    def no_grad(self, recordings: Sequence[Recording]) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for rec in recordings:
+                stack.enter_context(rec.pause())
+            yield
 
     def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
         if recording is None or any(x is loss for x in recording.done):
@@ -111,7 +99,8 @@ class Autograd:
             if g is None:
                 continue
             found = True
-            g = _dense(g)
+            if isinstance(g, tf.IndexedSlices):
+                g = tf.convert_to_tensor(g)
             with tf.device(var.device):
                 if g.device != var.device:
                     g = tf.identity(g)
@@ -126,6 +115,3 @@ class Autograd:
 
     def set_grad(self, var, value) -> None:
         setattr(var, _GRAD, value)
-
-    def native_module(self, block: Any) -> NativeBlock:
-        return NativeBlock(block)

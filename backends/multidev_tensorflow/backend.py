@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
@@ -44,7 +43,6 @@ _NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
 #: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
 _ALIGNMENT = array_api.ALIGNMENT
 _DLPACK_KINDS = frozenset("biuf")
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 #: dtypes TensorFlow's fused gradient-descent update has a GPU kernel for
 _FUSED_GPU_DTYPES = frozenset({tf.float16, tf.float32, tf.float64})
@@ -123,9 +121,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def __init__(self) -> None:
         super().__init__()
         _configure_runtime()
-        devices = self.list_devices()
-        self._devices = devices
-        self._device_set = frozenset(devices)
+        devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
         self._natives.update({d: self.make_native_device(d) for d in devices})

@@ -61,8 +61,7 @@ def _take(x, ints: tuple):
     if len(pos) == 1:
         return tf.gather(x, pos[0])
     if len(pos) > _GATHER_ND_COLUMNS:
-        flat = int(np.ravel_multi_index(pos, shape[: len(pos)]))
-        return tf.gather(_merge_leading(x, len(pos)), flat)
+        return _take_nd(x, list(pos), ())
     return tf.gather_nd(x, pos)
 
 

@@ -44,6 +44,7 @@ class Backend(Jit, Autograd, AdapterBase):
     native_empty = staticmethod(lambda shape, dt, dev: torch.empty(shape, dtype=dt, device=dev))
     convert_hint = "Convert it first, e.g. with tensor.to(torch.float32)."
     move_hint = "Move it first, e.g. with tensor.to('cpu')."
+    native_default = staticmethod(torch.get_default_device)
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,11 +52,10 @@ class Backend(Jit, Autograd, AdapterBase):
         self._places.update({torch.device("cpu"): _CPU, torch.device("cpu", 0): _CPU})
 
     # devices ---------------------------------------------------------------
-    def count_gpus(self) -> int:
-        """CUDA GPUs visible to PyTorch (NVML-based: CUDA stays uninitialised)."""
-        # not torch.cuda.is_available(): without PYTORCH_NVML_BASED_CUDA_CHECK=1 it
-        # initialises the CUDA driver, and a forked child could no longer use CUDA
-        return torch.cuda.device_count()
+    # CUDA GPUs visible to PyTorch (NVML-based: CUDA stays uninitialised); not
+    # torch.cuda.is_available(): without PYTORCH_NVML_BASED_CUDA_CHECK=1 it initialises the
+    # CUDA driver, and a forked child could no longer use CUDA
+    count_gpus = staticmethod(torch.cuda.device_count)
 
     def default_device(self) -> Device:
         """``torch.get_default_device()`` when it is one of ours, else the CPU. Without a torch
@@ -63,13 +63,7 @@ class Backend(Jit, Autograd, AdapterBase):
         that is the CPU, found without ``get_default_device``'s 15 us a call."""
         if not torch._C._len_torch_function_stack() and not torch.compiler.is_compiling():
             return _CPU
-        native = torch.get_default_device()
-        dev = self._places.get(native)
-        if dev is None:
-            dev = self.parse_native_device(native)
-            if dev is None or dev not in self.device_set():
-                return _CPU
-        return dev
+        return super().default_device()
 
     def make_native_device(self, dev: Device) -> torch.device:
         if dev.type != "gpu":
@@ -95,9 +89,7 @@ class Backend(Jit, Autograd, AdapterBase):
         return x.device
 
     def scope(self, dev: Device) -> AbstractContextManager:
-        if dev.type == "gpu":
-            return torch.cuda.device(dev.index)
-        return nullcontext()
+        return torch.cuda.device(dev.index) if dev.type == "gpu" else nullcontext()
 
     # tensors ---------------------------------------------------------------
     def from_numpy(self, arr: np.ndarray, dev: Device) -> torch.Tensor:
@@ -129,10 +121,7 @@ class Backend(Jit, Autograd, AdapterBase):
 
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; leaves that require grad are written under no_grad."""
-        if x.requires_grad and x.is_leaf:
-            with torch.no_grad():
-                write(x, key, value)
-        else:
+        with torch.no_grad() if x.requires_grad and x.is_leaf else nullcontext():
             write(x, key, value)
         return x
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import torch
 
 from multidev.contract import key_axes
+from multidev.indexing import bool_mask_ndim
 
 __all__ = ["getitem", "write"]
 
-_BOOL = torch.bool
-_LONG = torch.int64
 _INDEX_DTYPES = frozenset({torch.int64, torch.int32, torch.bool})
+_mask_ndim = bool_mask_ndim(torch.Tensor, torch.bool)
 
 
 def _plain_key(items: tuple) -> bool:
@@ -23,10 +23,6 @@ def _plain_key(items: tuple) -> bool:
         elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
             return False
     return True
-
-
-def _mask_ndim(k) -> int | None:
-    return k.dim() if isinstance(k, torch.Tensor) and k.dtype is _BOOL else None
 
 
 def _positive_steps(x, items: tuple):
@@ -43,7 +39,7 @@ def _positive_steps(x, items: tuple):
             else:
                 k = slice(0, 0)
         elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
-            k = k.to(_LONG)
+            k = k.to(torch.int64)
         out.append(k)
     return (x.flip(flips) if flips else x), tuple(out)
 
@@ -61,9 +57,7 @@ def write(x, key, value) -> None:
     if _plain_key(items):
         x[key] = value
         return
-    if not any(type(k) is slice and k.step is not None and k.step < 0 for k in items):
-        x[_positive_steps(x, items)[1]] = value
-        return
-    # PyTorch has no negative strides: select the flat positions, then write through them
+    # PyTorch has no negative strides (and reads uint8 index arrays as masks): select the
+    # flat positions with NumPy's reading of the key, then write through them
     positions = torch.arange(x.numel(), device=x.device).reshape(x.shape)
     x[torch.unravel_index(getitem(positions, key), x.shape)] = value

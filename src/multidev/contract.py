@@ -414,6 +414,9 @@ class AdapterBase:
     #: a host NumPy array)
     native_full: ClassVar[Callable[..., Any] | None] = None
     native_empty: ClassVar[Callable[..., Any] | None] = None
+    #: the framework's current default device or place, what ``parse_native_device`` reads
+    #: (``torch.get_default_device``), for ``default_device``; None: cpu:0 always
+    native_default: ClassVar[Callable[..., Any] | None] = None
 
     if TYPE_CHECKING:  # supplied by every adapter
 
@@ -547,7 +550,15 @@ class AdapterBase:
         )
 
     def default_device(self) -> Device:
-        return Device("cpu", 0)
+        """The framework's current default device (``native_default``) where it is one of this
+        backend's devices, else cpu:0."""
+        dev = None
+        if self.native_default is not None:
+            native = self.native_default()
+            dev = self._places.get(native)  # the places of tensors seen (device_of)
+            if dev is None:
+                dev = self.parse_native_device(native)
+        return dev if dev is not None and dev in self.device_set() else Device("cpu", 0)
 
     def scope(self, dev: Device) -> AbstractContextManager:
         return nullcontext()

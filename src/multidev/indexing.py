@@ -179,3 +179,13 @@ def _gather_at(x: Any, adv: list, prims: Gather) -> Any:
             out, [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(rest))]
         )
     return out
+
+
+def bool_mask_ndim(tensor_types: Any, bool_dtype: Any) -> Callable[[Any], int | None]:
+    """An adapter's ``mask_ndim`` hook (``key_axes``, ``checked_key``, ``gather``): the number of
+    axes of a key item that is a boolean tensor of ``tensor_types`` (``ndim``), else None."""
+
+    def mask_ndim(k: Any) -> int | None:
+        return k.ndim if isinstance(k, tensor_types) and k.dtype == bool_dtype else None
+
+    return mask_ndim
