@@ -252,21 +252,14 @@ def _clip(x, lo, hi):
     return mnp.clip(x, lo, hi)
 
 
-def _astype(x, dt: _dt.DType):
-    return x.astype(native(dt))
-
-
 OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_bool_scalar(operator.add),
-    argmax=mnp.argmax,
-    argmin=mnp.argmin,
-    astype=_astype,
+    astype=lambda x, dt: x.astype(native(dt)),
     clip=_clip,
     concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
-    copy=lambda x: x.copy(),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,

@@ -264,7 +264,6 @@ OPS = op_table(
     log_softmax=_wide(_log_softmax, "log_softmax"),
     getitem=_getitem,
     astype=lambda x, dt: x.astype(NATIVE[dt]),
-    copy=lambda x: x.clone(),
     linear=_wide(_linear, "linear"),
     **SEQUENCE_LOWERINGS,
     **LOSS_LOWERINGS,

@@ -208,6 +208,8 @@ def copy(x):
 OPS = op_table(
     tf.math,
     tf.bitwise,
+    tf,
+    tf.nn,
     tnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
@@ -234,7 +236,6 @@ OPS = op_table(
     greater=_binary(tf.math.greater, "greater"),
     greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=widening(tf.math.negative, "negative", _NO_KERNEL, _WIDE),
-    relu=tf.nn.relu,
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
     max=_reduction(tf.math.reduce_max, "max", tf.math.reduce_any),
@@ -242,11 +243,6 @@ OPS = op_table(
     prod=_reduction(tf.math.reduce_prod, "prod", tf.math.reduce_all),
     argmax=_arg(tf.math.argmax),
     argmin=_arg(tf.math.argmin),
-    reshape=tf.reshape,
-    permute_dims=tf.transpose,
-    concat=tf.concat,
-    stack=tf.stack,
-    where=tf.where,
     clip=_clip,
     getitem=getitem,
     astype=_astype,

@@ -59,12 +59,9 @@ OPS = op_table(
     max=_reduction(torch.amax),  # torch.max(x, dim) also gives the indices
     min=_reduction(torch.amin),
     prod=_reduction(torch.prod, per_axis=True),
-    argmax=torch.argmax,
-    argmin=torch.argmin,
     clip=_clip,
     getitem=getitem,
     astype=lambda x, dt: x.to(NATIVE[dt]),
-    copy=torch.clone,
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
     **SEQUENCE_LOWERINGS,
