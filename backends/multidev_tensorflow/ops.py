@@ -170,19 +170,12 @@ def _arg(fn):
 
 
 def _clip(x, lo, hi):
-    """minimum(maximum(x, lo), hi), as NumPy; bounds are converted to x's dtype first."""
+    """NumPy's clip (``contract.clip_bounds``: bounds of x's kind, None the dtype's end)."""
     dt = x.dtype
     if dt == tf.bool:
         return _cast(_clip(_cast(x, tf.int32), lo, hi), tf.bool)
-    if dt.is_integer:  # int bounds within the dtype's range; None stays unbounded
-        low, high = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
-        lo, hi = (None if lo is None else low), (None if hi is None else high)
-    out = x
-    if lo is not None:
-        out = tf.math.maximum(out, tf.constant(lo, dt))
-    if hi is not None:
-        out = tf.math.minimum(out, tf.constant(hi, dt))
-    return out if out is not x else tf.identity(x)
+    lo, hi = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
+    return tf.clip_by_value(x, tf.constant(lo, dt), tf.constant(hi, dt))
 
 
 _SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
