@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import (
     NoKernel,
+    as_tensors,
     clip_bounds,
     divisor_signed,
     op_table,
@@ -87,23 +88,14 @@ def _wide(fn, name: str, *, wider: dict = _WIDER, cast: int | None = None):
     return op
 
 
-def _full0(value, like):
+def _full0(like, value):
     """A 0-d tensor holding ``value`` with ``like``'s dtype and place."""
     return paddle.full([], value, dtype=like.dtype, device=like.place)
 
 
 def _tensor_operands(fn):
-    """``fn(a, b)`` for Paddle functions that take tensors only: a Python scalar becomes a 0-d
-    tensor like the other operand."""
-
-    def op(a, b):
-        if not isinstance(a, _Tensor):
-            a = _full0(a, b)
-        elif not isinstance(b, _Tensor):
-            b = _full0(b, a)
-        return fn(a, b)
-
-    return op
+    """``fn(a, b)`` for Paddle functions that take tensors only (``contract.as_tensors``)."""
+    return lambda a, b: fn(*as_tensors(a, b, _full0))
 
 
 _ZERO_DIVISOR = (
