@@ -182,13 +182,13 @@ def _extremum(fn: Callable, logical: Callable) -> Callable:
     return op
 
 
-def _through_uint8(fn: Callable) -> Callable:
-    """``fn`` computed on uint8 for bool input (MXNet's kernels for it lack bool), cast back."""
+def _through(fn: Callable, wider: dict) -> Callable:
+    """``fn`` computed in ``wider[dtype]`` for input of a dtype MXNet's kernel lacks (or is
+    imprecise in), cast back."""
 
     def op(x, *args):
-        if x.dtype == _BOOL:
-            return fn(x.astype(_UINT8), *args).astype(_BOOL)
-        return fn(x, *args)
+        w = wider.get(x.dtype)
+        return fn(x, *args) if w is None else fn(x.astype(w), *args).astype(x.dtype)
 
     return op
 
@@ -221,26 +221,13 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
     return reduce
 
 
-def _softmax(x, axis):
-    if x.dtype == _F16:
-        return npx.softmax(x.astype(_F32), axis=axis).astype(_F16)
-    return npx.softmax(x, axis=axis)
-
-
-def _clip(x, lo, hi):
-    if x.dtype == _BOOL:
-        return mnp.clip(x.astype(_F32), lo, hi).astype(_BOOL)
-    return mnp.clip(x, lo, hi)
-
-
 OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_bool_scalar(operator.add),
     astype=lambda x, dt: x.astype(native(dt)),
-    clip=_clip,
-    concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
+    clip=_through(mnp.clip, {_BOOL: _F32}),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
@@ -254,14 +241,13 @@ OPS = op_table(
     min=_reduction(mnp.min, None),
     minimum=_extremum(mnp.minimum, operator.mul),
     multiply=_bool_scalar(operator.mul),
-    permute_dims=_through_uint8(mnp.transpose),
+    permute_dims=_through(mnp.transpose, {_BOOL: _UINT8}),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
     remainder=_remainder,
     sigmoid=npx.sigmoid,
-    softmax=_softmax,
-    stack=lambda xs, axis: mnp.stack(xs, axis=axis),
+    softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {_F16: _F32}),
     sum=_reduction(mnp.sum, 0),
     where=_where,
     **SEQUENCE_LOWERINGS,
