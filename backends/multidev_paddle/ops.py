@@ -192,15 +192,8 @@ def native_key(key: Any) -> Any:
     return key if type(key) in _PLAIN_KEYS else _index(key)
 
 
-def _getitem(x, key):
-    return x[native_key(key)]
-
-
-def _where(a, b, cond):
-    return paddle.where(cond, a, b)
-
-
-_where_values = _wide(_where, "where", cast=2)
+#: where(cond, a, b) with the values first: their dtype is the one that widens
+_where_values = _wide(lambda a, b, cond: paddle.where(cond, a, b), "where", cast=2)
 
 
 def _linear(x, weight, bias):
@@ -251,7 +244,7 @@ OPS = op_table(
     clip=_wide(_clip, "clip"),
     softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
-    getitem=_getitem,
+    getitem=lambda x, key: x[native_key(key)],
     astype=lambda x, dt: x.astype(NATIVE[dt]),
     linear=_wide(_linear, "linear"),
     **SEQUENCE_LOWERINGS,

@@ -133,17 +133,13 @@ def _linear(x, w, b):
 # ---------------------------------------------------------------- reductions
 
 
-def _axes(axis):
-    return None if axis is None else list(axis)
-
-
 def _reduction(fn, name, bool_fn=None):
     """An (x, axis, keepdims) reduction; bool input goes to ``bool_fn`` where given, and the
     dtypes TensorFlow has no kernel for reduce in int64."""
 
     def reduce(x, axis, keepdims):
         f = bool_fn if bool_fn is not None and x.dtype == tf.bool else fn
-        return f(x, axis=_axes(axis), keepdims=keepdims)
+        return f(x, axis=None if axis is None else list(axis), keepdims=keepdims)
 
     return widening(reduce, name, _NO_KERNEL, _WIDE_REDUCTION, count=1)
 
