@@ -15,11 +15,6 @@ from .sequence_reference import SEQUENCE_OPS
 __all__ = ["OPS"]
 
 
-def _np(x) -> np.ndarray:
-    out = x.numpy()
-    return out if isinstance(out, np.ndarray) else np.asarray(out, dtype=x.dtype.as_numpy_dtype)
-
-
 def _linear(x, weight, bias):
     """``tf.keras.layers.Dense`` holding weight.T (PyTorch's (out, in) layout) and bias."""
     layer = tf.keras.layers.Dense(weight.shape[0], use_bias=bias is not None, dtype=x.dtype.name)
@@ -60,7 +55,7 @@ def _native_sgd_step(module: tf.Module, x, y, lr: float):
 
 OPS = native_table(
     lambda a: tf.constant(np.asarray(a)),
-    _np,
+    lambda x: np.asarray(x.numpy(), dtype=x.dtype.as_numpy_dtype),  # 0-d: an array too
     {
         "conv2d": lambda x, w, b, s, p, d, g: tf.transpose(
             tf.nn.bias_add(
