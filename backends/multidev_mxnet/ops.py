@@ -15,7 +15,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import op_table, vector_matmul
+from multidev.contract import as_tensors, op_table, summed_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -42,15 +42,6 @@ _SCALARS = (bool, int, float)
 
 def _on_gpu(x) -> bool:
     return x.ctx.device_typeid == _GPU_TYPEID
-
-
-def _arrays(a, b):
-    """Both operands as arrays (a Python scalar becomes a 0-d array like the other one)."""
-    if isinstance(a, _SCALARS):
-        a = like(b, a)
-    elif isinstance(b, _SCALARS):
-        b = like(a, b)
-    return a, b
 
 
 def _no_bool(name: str, x) -> None:
@@ -104,7 +95,7 @@ def _signed_zero(x, sign):
 def _floor_divide(a, b):
     """NumPy's floor division: rounds toward minus infinity; x // 0 is ±inf/nan for floats
     and 0 for integers."""
-    a, b = _arrays(a, b)
+    a, b = as_tensors(a, b, like)
     _no_bool("//", a)
     if a.dtype in FLOATS:
         m = mnp.mod(a, b)
@@ -121,7 +112,7 @@ def _floor_divide(a, b):
 
 def _remainder(a, b):
     """NumPy's remainder: the sign of the divisor; x % 0 is nan for floats and 0 for integers."""
-    a, b = _arrays(a, b)
+    a, b = as_tensors(a, b, like)
     _no_bool("%", a)
     if a.dtype in FLOATS:
         m = _signed_zero(mnp.mod(a, b), b)  # a zero remainder has the divisor's sign
@@ -135,7 +126,7 @@ def _bool_scalar(fn: Callable) -> Callable:
 
     def op(a, b):
         if type(a) is bool or type(b) is bool:
-            a, b = _arrays(a, b)
+            a, b = as_tensors(a, b, like)
         return fn(a, b)
 
     # two arrays of one dtype need no wrapper: the core's operators call MXNet's own + and *
@@ -151,29 +142,19 @@ def _pow(a, b):
     return out
 
 
-def _matrices_by_sum(a, b):
-    """Exact matmul of (stacks of) matrices for dtypes MXNet's kernels lack (integers, bool),
-    broadcasting the batch dimensions."""
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(
-            f"Expected matmul operands with matching inner dimensions. "
-            f"Received: shapes {a.shape} and {b.shape}"
-        )
-    if a.size == 0 or b.size == 0:  # MXNet cannot reduce zero-size arrays
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        out = mnp.zeros((*batch, a.shape[-2], b.shape[-1]), dtype=_INT64, ctx=a.ctx)
-    else:
-        out = (mnp.expand_dims(a, -1) * mnp.expand_dims(b, -3)).sum(axis=-2)
-    return out.astype(a.dtype) if out.dtype != a.dtype else out
+def _zeros(shape, like):
+    return mnp.zeros(shape, dtype=like.dtype, ctx=like.ctx)
 
 
 def _matmul(a, b):
+    """MXNet's matmul; exact sums for the dtypes its kernels lack (integers, bool; zero-size
+    operands answered without a reduction, which MXNet cannot do on them)."""
     dt = a.dtype
     if dt in _GEMM or (dt == _F16 and _on_gpu(a)):
         return mnp.matmul(a, b)
     if dt == _F16:
         return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return vector_matmul(_matrices_by_sum, a, b, mnp.expand_dims, mnp.squeeze)
+    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, _INT64, _zeros)
 
 
 def _linear(x, w, b):
@@ -195,19 +176,19 @@ def _extremum(fn: Callable, logical: Callable) -> Callable:
         if isinstance(a, _SCALARS):
             a, b = b, a
         if a.dtype == _BOOL:
-            return logical(*_arrays(a, b))
+            return logical(*as_tensors(a, b, like))
         return fn(a, b)
 
     return op
 
 
-def _through_uint8(fn: Callable) -> Callable:
-    """``fn`` computed on uint8 for bool input (MXNet's kernels for it lack bool), cast back."""
+def _through(fn: Callable, wider: dict) -> Callable:
+    """``fn`` computed in ``wider[dtype]`` for input of a dtype MXNet's kernel lacks (or is
+    imprecise in), cast back."""
 
     def op(x, *args):
-        if x.dtype == _BOOL:
-            return fn(x.astype(_UINT8), *args).astype(_BOOL)
-        return fn(x, *args)
+        w = wider.get(x.dtype)
+        return fn(x, *args) if w is None else fn(x.astype(w), *args).astype(x.dtype)
 
     return op
 
@@ -240,33 +221,13 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
     return reduce
 
 
-def _softmax(x, axis):
-    if x.dtype == _F16:
-        return npx.softmax(x.astype(_F32), axis=axis).astype(_F16)
-    return npx.softmax(x, axis=axis)
-
-
-def _clip(x, lo, hi):
-    if x.dtype == _BOOL:
-        return mnp.clip(x.astype(_F32), lo, hi).astype(_BOOL)
-    return mnp.clip(x, lo, hi)
-
-
-def _astype(x, dt: _dt.DType):
-    return x.astype(native(dt))
-
-
 OPS = op_table(
     mnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     add=_bool_scalar(operator.add),
-    argmax=mnp.argmax,
-    argmin=mnp.argmin,
-    astype=_astype,
-    clip=_clip,
-    concat=lambda xs, axis: mnp.concatenate(xs, axis=axis),
-    copy=lambda x: x.copy(),
+    astype=lambda x, dt: x.astype(native(dt)),
+    clip=_through(mnp.clip, {_BOOL: _F32}),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
@@ -280,14 +241,13 @@ OPS = op_table(
     min=_reduction(mnp.min, None),
     minimum=_extremum(mnp.minimum, operator.mul),
     multiply=_bool_scalar(operator.mul),
-    permute_dims=_through_uint8(mnp.transpose),
+    permute_dims=_through(mnp.transpose, {_BOOL: _UINT8}),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
     remainder=_remainder,
     sigmoid=npx.sigmoid,
-    softmax=_softmax,
-    stack=lambda xs, axis: mnp.stack(xs, axis=axis),
+    softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {_F16: _F32}),
     sum=_reduction(mnp.sum, 0),
     where=_where,
     **SEQUENCE_LOWERINGS,

@@ -14,7 +14,7 @@ import numpy as np
 from mxnet import gluon, npx
 from mxnet import np as mnp
 
-from multidev.testing.reference import gradient_keys, native_table, tape_grads
+from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
 from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
@@ -41,22 +41,8 @@ def _mse(a, b):
     return mnp.mean(mnp.square(a - b))
 
 
-def _cross_entropy(labels):
-    labels = _mx(np.asarray(labels, dtype=np.int64))
-    return lambda z: -mnp.mean(npx.pick(npx.log_softmax(z, axis=-1), labels, axis=-1))
-
-
-def _native_sgd_step(module: gluon.Block, x, y, lr: float):
-    """One step of a gluon Trainer with 'sgd' over module.collect_params() on the MSE of
-    module(x) against y (gradients zeroed first); returns the loss."""
-    params = module.collect_params()
-    trainer = gluon.Trainer(params, "sgd", {"learning_rate": lr})
-    params.zero_grad()
-    with mx.autograd.record():
-        loss = _mse(module(x), y)
-    loss.backward()
-    trainer.step(1)
-    return loss
+def _cross_entropy(z, labels):
+    return -mnp.mean(npx.pick(npx.log_softmax(z, axis=-1), labels, axis=-1))
 
 
 OPS = {
@@ -91,7 +77,16 @@ OPS = {
             ),
             # native interop: what MXNet's own tools see of net.native
             "native_parameters": lambda module: list(module.collect_params().values()),
-            "native_sgd_step": _native_sgd_step,
+            # a gluon Trainer with 'sgd' over module.collect_params()
+            "native_sgd_step": eager_sgd_step(
+                lambda module, lr: gluon.Trainer(
+                    module.collect_params(), "sgd", {"learning_rate": lr}
+                ),
+                lambda module: module.collect_params().zero_grad(),
+                _mse,
+                mx.autograd.record,
+                lambda trainer: trainer.step(1),
+            ),
         },
         mnp,
         npx,

@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from multidev import dtypes as _dt
 from multidev.contract import (
     NoKernel,
+    as_tensors,
     clip_bounds,
     divisor_signed,
     op_table,
@@ -87,23 +88,14 @@ def _wide(fn, name: str, *, wider: dict = _WIDER, cast: int | None = None):
     return op
 
 
-def _full0(value, like):
+def _full0(like, value):
     """A 0-d tensor holding ``value`` with ``like``'s dtype and place."""
     return paddle.full([], value, dtype=like.dtype, device=like.place)
 
 
 def _tensor_operands(fn):
-    """``fn(a, b)`` for Paddle functions that take tensors only: a Python scalar becomes a 0-d
-    tensor like the other operand."""
-
-    def op(a, b):
-        if not isinstance(a, _Tensor):
-            a = _full0(a, b)
-        elif not isinstance(b, _Tensor):
-            b = _full0(b, a)
-        return fn(a, b)
-
-    return op
+    """``fn(a, b)`` for Paddle functions that take tensors only (``contract.as_tensors``)."""
+    return lambda a, b: fn(*as_tensors(a, b, _full0))
 
 
 _ZERO_DIVISOR = (
@@ -200,15 +192,8 @@ def native_key(key: Any) -> Any:
     return key if type(key) in _PLAIN_KEYS else _index(key)
 
 
-def _getitem(x, key):
-    return x[native_key(key)]
-
-
-def _where(a, b, cond):
-    return paddle.where(cond, a, b)
-
-
-_where_values = _wide(_where, "where", cast=2)
+#: where(cond, a, b) with the values first: their dtype is the one that widens
+_where_values = _wide(lambda a, b, cond: paddle.where(cond, a, b), "where", cast=2)
 
 
 def _linear(x, weight, bias):
@@ -254,17 +239,13 @@ OPS = op_table(
     min=_wide(_reduction(paddle.min), "min"),
     argmax=_wide(_arg(paddle.argmax), "argmax"),
     argmin=_wide(_arg(paddle.argmin), "argmin"),
-    reshape=lambda x, shape: paddle.reshape(x, list(shape)),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
-    concat=lambda xs, axis: paddle.concat(xs, axis=axis),
-    stack=lambda xs, axis: paddle.stack(xs, axis=axis),
     where=lambda cond, a, b: _where_values(a, b, cond),
     clip=_wide(_clip, "clip"),
     softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
-    getitem=_getitem,
+    getitem=lambda x, key: x[native_key(key)],
     astype=lambda x, dt: x.astype(NATIVE[dt]),
-    copy=lambda x: x.clone(),
     linear=_wide(_linear, "linear"),
     **SEQUENCE_LOWERINGS,
     **LOSS_LOWERINGS,

@@ -43,10 +43,6 @@ def _linear(x, weight, bias):
     return F.linear(x, paddle.transpose(weight, [1, 0]), bias)
 
 
-def _cross_entropy(labels):
-    return lambda t: F.cross_entropy(t, paddle.to_tensor(np.asarray(labels, dtype=np.int64)))
-
-
 def _watch(t: paddle.Tensor) -> None:
     t.stop_gradient = False
 
@@ -61,7 +57,7 @@ OPS = native_table(
         "linear": _linear,
         # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
         **gradient_keys(
-            tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, _cross_entropy)
+            tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
         ),
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
@@ -69,7 +65,7 @@ OPS = native_table(
             lambda module, lr: paddle.optimizer.SGD(
                 learning_rate=lr, parameters=module.parameters()
             ),
-            lambda opt: opt.clear_grad(),
+            paddle.nn.Layer.clear_gradients,
             F.mse_loss,
         ),
     },

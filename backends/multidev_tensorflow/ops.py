@@ -133,17 +133,13 @@ def _linear(x, w, b):
 # ---------------------------------------------------------------- reductions
 
 
-def _axes(axis):
-    return None if axis is None else list(axis)
-
-
 def _reduction(fn, name, bool_fn=None):
     """An (x, axis, keepdims) reduction; bool input goes to ``bool_fn`` where given, and the
     dtypes TensorFlow has no kernel for reduce in int64."""
 
     def reduce(x, axis, keepdims):
         f = bool_fn if bool_fn is not None and x.dtype == tf.bool else fn
-        return f(x, axis=_axes(axis), keepdims=keepdims)
+        return f(x, axis=None if axis is None else list(axis), keepdims=keepdims)
 
     return widening(reduce, name, _NO_KERNEL, _WIDE_REDUCTION, count=1)
 
@@ -170,19 +166,12 @@ def _arg(fn):
 
 
 def _clip(x, lo, hi):
-    """minimum(maximum(x, lo), hi), as NumPy; bounds are converted to x's dtype first."""
+    """NumPy's clip (``contract.clip_bounds``: bounds of x's kind, None the dtype's end)."""
     dt = x.dtype
     if dt == tf.bool:
         return _cast(_clip(_cast(x, tf.int32), lo, hi), tf.bool)
-    if dt.is_integer:  # int bounds within the dtype's range; None stays unbounded
-        low, high = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
-        lo, hi = (None if lo is None else low), (None if hi is None else high)
-    out = x
-    if lo is not None:
-        out = tf.math.maximum(out, tf.constant(lo, dt))
-    if hi is not None:
-        out = tf.math.minimum(out, tf.constant(hi, dt))
-    return out if out is not x else tf.identity(x)
+    lo, hi = clip_bounds(lo, hi, np.dtype(dt.as_numpy_dtype))
+    return tf.clip_by_value(x, tf.constant(lo, dt), tf.constant(hi, dt))
 
 
 _SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
@@ -208,6 +197,8 @@ def copy(x):
 OPS = op_table(
     tf.math,
     tf.bitwise,
+    tf,
+    tf.nn,
     tnp,
     modules=[cnn],
     **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
@@ -234,7 +225,6 @@ OPS = op_table(
     greater=_binary(tf.math.greater, "greater"),
     greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=widening(tf.math.negative, "negative", _NO_KERNEL, _WIDE),
-    relu=tf.nn.relu,
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
     max=_reduction(tf.math.reduce_max, "max", tf.math.reduce_any),
@@ -242,11 +232,6 @@ OPS = op_table(
     prod=_reduction(tf.math.reduce_prod, "prod", tf.math.reduce_all),
     argmax=_arg(tf.math.argmax),
     argmin=_arg(tf.math.argmin),
-    reshape=tf.reshape,
-    permute_dims=tf.transpose,
-    concat=tf.concat,
-    stack=tf.stack,
-    where=tf.where,
     clip=_clip,
     getitem=getitem,
     astype=_astype,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
+import tensorflow.experimental.numpy as tnp
 
 from multidev.testing.reference import gradient_keys, native_table
 
@@ -12,25 +13,6 @@ from .cnn_reference import CNN_OPS
 from .sequence_reference import SEQUENCE_OPS
 
 __all__ = ["OPS"]
-
-
-def _np(x) -> np.ndarray:
-    out = x.numpy()
-    return out if isinstance(out, np.ndarray) else np.asarray(out, dtype=x.dtype.as_numpy_dtype)
-
-
-def _argmax(x, axis=None):
-    if axis is None:
-        x, axis = tf.reshape(x, (-1,)), 0
-    return tf.math.argmax(x, axis=axis, output_type=tf.int64)
-
-
-def _clip(x, lo, hi):
-    if lo is not None:
-        x = tf.math.maximum(x, tf.constant(lo, x.dtype))
-    if hi is not None:
-        x = tf.math.minimum(x, tf.constant(hi, x.dtype))
-    return x
 
 
 def _linear(x, weight, bias):
@@ -51,11 +33,9 @@ def _grads(fn, ts, gy=None) -> tuple:
     return tuple(tape.gradient(out, list(ts), output_gradients=gy))
 
 
-def _cross_entropy(labels):
-    labels = tf.cast(labels, tf.int64)
-    return lambda t: tf.math.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=t)
-    )
+def _cross_entropy(logits, labels):
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return tf.math.reduce_mean(loss)
 
 
 def _mse(a, b):
@@ -75,7 +55,7 @@ def _native_sgd_step(module: tf.Module, x, y, lr: float):
 
 OPS = native_table(
     lambda a: tf.constant(np.asarray(a)),
-    _np,
+    lambda x: np.asarray(x.numpy(), dtype=x.dtype.as_numpy_dtype),  # 0-d: an array too
     {
         "conv2d": lambda x, w, b, s, p, d, g: tf.transpose(
             tf.nn.bias_add(
@@ -91,9 +71,8 @@ OPS = native_table(
             (0, 3, 1, 2),
         ),
         "divide": tf.math.truediv,
-        "matmul": tf.experimental.numpy.matmul,
-        "argmax": _argmax,
-        "clip": _clip,
+        "matmul": tnp.matmul,
+        "argmax": tnp.argmax,  # axis None: the flattened tensor's index, as in NumPy
         "linear": _linear,
         # gradients by tf.GradientTape (gy: the output's gradient; losses are scalars)
         **gradient_keys(

@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from multidev.contract import op_table, reduction, vector_matmul
+from multidev.contract import op_table, reduction, summed_matmul
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -17,7 +17,6 @@ from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
-_BOOL = torch.bool
 _LONG = torch.int64
 
 
@@ -25,23 +24,16 @@ _LONG = torch.int64
 _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
 
-def _matrices_by_sum(a, b):
-    """Exact matmul of matrices for dtypes PyTorch's kernels lack (bool; integers on CUDA)."""
-    if a.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
-    out = (a.unsqueeze(-1).to(_LONG) * b.unsqueeze(-3).to(_LONG)).sum(-2)
-    return out != 0 if a.dtype is _BOOL else out.to(a.dtype)
-
-
 def _matmul(a, b):
+    """torch.matmul; exact sums for the dtypes its kernels lack (bool; integers on CUDA)."""
     try:
         return torch.matmul(a, b)
     except RuntimeError as e:
         if a.dtype.is_floating_point or a.dim() == 0 or b.dim() == 0:
             raise
         try:
-            return vector_matmul(_matrices_by_sum, a, b, torch.unsqueeze, torch.squeeze)
-        except RuntimeError:
+            return summed_matmul(a, b, torch.unsqueeze, torch.squeeze, torch.Tensor.to, _LONG)
+        except (RuntimeError, ValueError):
             raise e from None
 
 
@@ -59,12 +51,9 @@ OPS = op_table(
     max=_reduction(torch.amax),  # torch.max(x, dim) also gives the indices
     min=_reduction(torch.amin),
     prod=_reduction(torch.prod, per_axis=True),
-    argmax=torch.argmax,
-    argmin=torch.argmin,
     clip=_clip,
     getitem=getitem,
     astype=lambda x, dt: x.to(NATIVE[dt]),
-    copy=torch.clone,
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
     **SEQUENCE_LOWERINGS,

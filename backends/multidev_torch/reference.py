@@ -33,10 +33,6 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
-def _cross_entropy(labels):
-    return lambda t: F.cross_entropy(t, torch.as_tensor(labels).to(torch.int64))
-
-
 OPS = native_table(
     _t,
     _np,
@@ -52,7 +48,7 @@ OPS = native_table(
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
         **gradient_keys(
             tape_grads(torch.Tensor.requires_grad_),
-            *(F.linear, torch.relu, torch.softmax, F.mse_loss, _cross_entropy),
+            *(F.linear, torch.relu, torch.softmax, F.mse_loss, F.cross_entropy),
         ),
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
@@ -60,7 +56,7 @@ OPS = native_table(
         "conj": torch.conj_physical,
         "native_sgd_step": eager_sgd_step(
             lambda module, lr: torch.optim.SGD(module.parameters(), lr=lr),
-            lambda opt: opt.zero_grad(),
+            torch.nn.Module.zero_grad,
             F.mse_loss,
         ),
     },

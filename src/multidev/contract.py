@@ -970,3 +970,50 @@ class PythonOperatorOps:
         axes = (axis,) if len(x.shape) else ()  # a 0-d tensor: its only element
         s = ops.subtract(x, ops.max(x, axes, True))
         return ops.subtract(s, ops.log(ops.sum(ops.exp(s), axes, True)))
+
+
+def summed_matmul(
+    a: Any,
+    b: Any,
+    expand: Callable[[Any, int], Any],
+    squeeze: Callable[[Any, int], Any],
+    cast: Callable[[Any, Any], Any],
+    int64: Any,
+    zeros: Callable[[tuple[int, ...], Any], Any] | None = None,
+) -> Any:
+    """The Array API's ``a @ b`` computed exactly for the dtypes a framework's matmul kernels
+    lack (integers, bool): each row times each column summed over the inner axis in int64 and
+    ``cast(x, dtype)`` back (integers wrap as in NumPy; bool: whether any product is true),
+    batch dimensions broadcast, 1-d operands as ``vector_matmul`` has them. ``expand`` and
+    ``squeeze`` are the framework's; ``zeros(shape, like)``, where given, makes the result of
+    zero-size operands (for frameworks that cannot reduce zero-size arrays). ValueError for
+    inner dimensions that differ."""
+
+    def matrices(a: Any, b: Any) -> Any:
+        if a.shape[-1] != b.shape[-2]:
+            raise ValueError(
+                "Expected matmul operands with matching inner dimensions. "
+                f"Received: shapes {tuple(a.shape)} and {tuple(b.shape)}"
+            )
+        if zeros is not None and (0 in a.shape or 0 in b.shape):
+            batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+            return zeros((*batch, a.shape[-2], b.shape[-1]), a)
+        out = (cast(expand(a, -1), int64) * cast(expand(b, -3), int64)).sum(-2)
+        return cast(out, a.dtype)
+
+    return vector_matmul(matrices, a, b, expand, squeeze)
+
+
+#: the Python scalars the core hands an op as an operand
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def as_tensors(a: Any, b: Any, full: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+    """The operands ``a`` and ``b`` of a binary op for a framework function that takes
+    tensors only: a Python scalar becomes a 0-d tensor like the other operand
+    (``full(like, value)``, the framework's)."""
+    if isinstance(a, _PY_SCALARS):
+        return full(b, a), b
+    if isinstance(b, _PY_SCALARS):
+        return a, full(a, b)
+    return a, b

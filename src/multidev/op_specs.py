@@ -62,7 +62,8 @@ _declare("(x1, x2)", "same", "maximum minimum")
 _declare("(x1, x2)", "bool", "equal not_equal less less_equal greater greater_equal", False)
 _declare("(x1, x2)", "bool", "logical_and logical_or")
 _declare("(x)", "bool", "logical_not")
-_declare("(x)", "keep", "negative copy", False)
+_declare("(x)", "keep", "negative", False)
+_declare("(x)", "keep", "copy|clone")
 _declare("(x)", "keep", "abs relu")  # on bool and unsigned input the core copies instead
 _declare("(x)", "float", "exp log log1p sqrt sin cos tanh sigmoid reciprocal")
 _declare("(x)", "float", "acos|arccos acosh|arccosh asin|arcsin asinh|arcsinh atan|arctan")
@@ -81,7 +82,7 @@ _declare("(x1, x2)", "same", "getitem", False)  # (x, key): ints, slices, None, 
 _declare("(x, axis, keepdims)", "keep", "sum|reduce_sum max|reduce_max min|reduce_min")
 _declare("(x, axis, keepdims)", "keep", "prod|reduce_prod all|reduce_all any|reduce_any")
 _declare("(x, axis, keepdims)", "float", "mean|reduce_mean")
-_declare("(x, axis)", "index", "argmax argmin", False)  # axis: int or None (the core keeps dims)
+_declare("(x, axis)", "index", "argmax argmin")  # axis: int or None (the core keeps dims)
 # shape, joining, selection
 _declare("(x, shape)", "keep", "reshape")
 _declare("(x, axes)", "keep", "permute_dims|permute|transpose flip")

@@ -33,7 +33,7 @@ def _by_name(text: str) -> dict[str, tuple[str, ...]]:
 NAMESPACE_KEYS = _by_name(
     "add subtract multiply divide maximum matmul exp log log1p sqrt abs tanh sigmoid relu "
     "softmax log_softmax argmax reshape permute_dims|permute|transpose "
-    "concat|cat|concatenate stack where clip|clamp real imag conj"
+    "concat|cat|concatenate stack where clip|clamp|clip_by_value real imag conj"
 )
 
 #: reductions ``(x, axis, keepdims)`` (axis None: every axis, (): none), by the same rule
@@ -119,17 +119,17 @@ def gradient_keys(
     relu: Callable[[Any], Any],
     softmax: Callable[[Any, int], Any],
     mse_loss: Callable[[Any, Any], Any],
-    cross_entropy: Callable[[Any], Callable[[Any], Any]],
+    cross_entropy: Callable[[Any, Any], Any],
 ) -> dict[str, Callable[..., Any]]:
     """The ``grad_*`` reference keys from the framework's ``grads(fn, tensors, gy)`` (the
     gradients of sum(fn(*tensors) * gy), of fn(...) itself when gy is None) and its own
-    functions; ``cross_entropy(labels)`` is the mean loss as a function of the logits."""
+    functions; ``cross_entropy(logits, labels)`` is the mean loss (labels: int64 tensors)."""
     return {
         "grad_linear": lambda x, w, b, gy: grads(linear, (x, w, b), gy),
         "grad_relu": lambda x, gy: grads(relu, (x,), gy)[0],
         "grad_softmax": lambda x, axis, gy: grads(lambda t: softmax(t, axis), (x,), gy)[0],
         "grad_mse_loss": lambda a, b: grads(mse_loss, (a, b))[0],
-        "grad_cross_entropy": lambda z, labels: grads(cross_entropy(labels), (z,))[0],
+        "grad_cross_entropy": lambda z, y: grads(lambda t: cross_entropy(t, y), (z,))[0],
     }
 
 
@@ -155,17 +155,21 @@ def eager_sgd_step(
     optimizer: Callable[[Any, float], Any],
     zero_grad: Callable[[Any], Any],
     mse_loss: Callable[[Any, Any], Any],
+    record: Callable[[], AbstractContextManager] = nullcontext,
+    update: Callable[[Any], Any] = lambda opt: opt.step(),
 ) -> Callable[..., Any]:
     """``native_sgd_step(module, x, y, lr)``: one step of the framework's SGD
-    (``optimizer(module, lr)``, gradients cleared by ``zero_grad(opt)``) on the MSE of
-    module(x) against y, for frameworks that record eagerly; returns the loss."""
+    (``optimizer(module, lr)``, the module's gradients cleared by ``zero_grad(module)``,
+    the parameters changed by ``update(opt)``) on the MSE of module(x) against y, computed
+    under ``record()`` (where the framework needs a context to record); returns the loss."""
 
     def step(module: Any, x: Any, y: Any, lr: float) -> Any:
         opt = optimizer(module, lr)
-        zero_grad(opt)
-        loss = mse_loss(module(x), y)
+        zero_grad(module)
+        with record():
+            loss = mse_loss(module(x), y)
         loss.backward()
-        opt.step()
+        update(opt)
         return loss
 
     return step
