@@ -139,13 +139,22 @@ class GradientReducer:
         self._armed = False
         self._left: list[int] = []
         self._next = 0
-        self._works: list[tuple[list[Any], Any, Any]] = []
-        ref = weakref.ref(self)
+        self._works: list[tuple[list[Any], Any, Any, bool]] = []
+        ref = weakref.ref(self)  # the parameters' hooks must not keep the reducer alive
 
         def ready(p: Any) -> None:
             reducer = ref()
-            if reducer is not None and reducer._armed:
-                reducer._ready(p)
+            if reducer is None or not reducer._armed:
+                return
+            left = reducer._left
+            if not left:  # the pass's first gradient: count down from full buckets
+                left = reducer._left = list(reducer._sizes)
+                reducer._next = 0
+                reducer._works = []
+                torch.autograd.Variable._execution_engine.queue_callback(reducer._finish)
+            left[reducer._bucket_of[id(p)]] -= 1
+            while reducer._next < len(left) and left[reducer._next] == 0:
+                reducer._launch(reducer._next)
 
         self._handles = [p.register_post_accumulate_grad_hook(ready) for p in params]
 
@@ -154,23 +163,17 @@ class GradientReducer:
         self._armed = True
         self._left = []
 
-    def _ready(self, p: Any) -> None:
-        left = self._left
-        if not left:  # the pass's first gradient: count down from full buckets
-            left = self._left = list(self._sizes)
-            self._next = 0
-            self._works = []
-            torch.autograd.Variable._execution_engine.queue_callback(self._finish)
-        left[self._bucket_of[id(p)]] -= 1
-        while self._next < len(left) and left[self._next] == 0:
-            self._launch(self._next)
-
     def _launch(self, index: int) -> None:
         bucket = self.buckets[index]
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in bucket]
-        if self._find_unused:
-            used = [float(p.grad is not None) for p in bucket]
-            grads.append(torch.tensor(used, dtype=grads[0].dtype, device=grads[0].device))
+        grads = [p.grad for p in bucket]
+        missing = any(g is None for g in grads)
+        flags = [float(g is not None) for g in grads] if self._find_unused else None
+        if missing:
+            grads = [
+                torch.zeros_like(p) if g is None else g for p, g in zip(bucket, grads, strict=True)
+            ]
+        if flags is not None:  # summed over the ranks: 0 for a parameter no rank used
+            grads.append(torch.tensor(flags, dtype=grads[0].dtype, device=grads[0].device))
         flat = _flatten_dense_tensors(grads)
         if len(grads) == 1:  # a view of the gradient itself
             flat = flat.clone()
@@ -182,7 +185,7 @@ class GradientReducer:
                 "Expected a process group for DistributedDataParallel's backward. Received: "
                 "none (destroy_process_group ran). Train before destroy_process_group()."
             )
-        self._works.append((bucket, flat, pg.allreduce([flat])))
+        self._works.append((bucket, flat, pg.allreduce([flat]), missing))
         self._next = index + 1
 
     def _finish(self) -> None:
@@ -190,7 +193,7 @@ class GradientReducer:
             while self._next < len(self.buckets):
                 self._launch(self._next)
             world = self.group.world_size
-            for bucket, flat, work in self._works:
+            for bucket, flat, work, missing in self._works:
                 work.wait()
                 flat.div_(world)
                 used = None
@@ -199,7 +202,7 @@ class GradientReducer:
                     flat = flat[: -len(bucket)]
                 views = _unflatten_dense_tensors(flat, bucket)
                 have = [p.grad for p in bucket]
-                if all(g is not None for g in have):
+                if not missing:
                     torch._foreach_copy_(have, views)
                     continue
                 for i, (p, g, v) in enumerate(zip(bucket, have, views, strict=True)):
