@@ -171,7 +171,7 @@ class DistributedDataParallel(Block):
     def jit_blocker(self) -> str | None:
         """Why ``md.jit`` must run a function that calls this wrapper eagerly, or None: a
         compiler that follows Python (torch.compile) traces ``backward()`` into its graph,
-        where the engine's gradient hooks (torch's) do not run."""
+        where the engine's gradient hooks (torch's) are not known to run."""
         hooked = self._native_ddp is not None or self._reducer is not None
         if not hooked or getattr(self._params[0]._bk, "jit_traces_once", True):
             return None
