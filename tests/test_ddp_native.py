@@ -39,14 +39,19 @@ def _launch(script: Path) -> str:
     return out
 
 
-def _tagged(out: str, tag: str) -> dict[tuple[str, int], object]:
-    """``{(what, rank): value}`` of the output lines ``<tag><what> <rank> <JSON value>``."""
+def _run_tagged(tmp_path: Path, script: str, tag: str, whats: tuple[str, ...]) -> tuple:
+    """Run ``script`` on 2 workers; its output and ``{(what, rank): value}`` of its lines
+    ``<tag><what> <rank> <JSON value>``, one for each of ``whats`` on each rank."""
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    out = _launch(path)
     found = {}
     for line in out.splitlines():
         if tag in line:
             what, rank, value = line.split(tag, 1)[1].split(" ", 2)
             found[what, int(rank)] = json.loads(value)
-    return found
+    assert sorted(found) == [(w, r) for w in sorted(whats) for r in (0, 1)], out
+    return out, found
 
 
 SCRIPT = """
@@ -78,12 +83,8 @@ dist.destroy_process_group()
 
 @pytest.mark.skipif(not WRAPPED, reason=f"{BK} averages after backward() (torch, paddle)")
 def test_a_backward_run_by_the_framework_itself_averages_the_gradients(tmp_path):
-    script = tmp_path / "native_backward.py"
-    script.write_text(SCRIPT)
-    out = _launch(script)
-    grads = _tagged(out, "GRAD ")
+    _, grads = _run_tagged(tmp_path, SCRIPT, "GRAD ", ("md", "native"))
     # d(sum of outputs)/dW = the batch's column sums: 4 * (rank + 1); averaged over 2 ranks: 6
-    assert sorted(grads) == [(h, r) for h in ("md", "native") for r in (0, 1)], out
     for key, values in grads.items():
         assert values == [6.0] * 6, (key, values)
 
@@ -175,13 +176,41 @@ dist.destroy_process_group()
 def test_a_parameter_used_on_some_ranks_gets_the_average_and_one_used_on_none_stays_none(
     tmp_path,
 ):
-    script = tmp_path / "local.py"
-    script.write_text(LOCAL)
-    out = _launch(script)
-    got = _tagged(out, "GRADS ")
-    assert sorted(got) == [(f, r) for f in ("False", "True") for r in (0, 1)], out
+    out, got = _run_tagged(tmp_path, LOCAL, "GRADS ", ("False", "True"))
     for (find_unused, _), (used, rank0, spare) in got.items():
         # d(sum of outputs)/dW = the batch's column sums, 4; rank 0's alone averaged: 2
         assert used == [4.0] * 6 and rank0 == [2.0] * 6, out
         # a parameter no rank used: zeros averaged, or left None as torch's reducer does
         assert spare == (None if find_unused == "True" else [0.0] * 6), out
+
+
+BUFFERS = """
+import json
+import sys
+import numpy as np
+import multidev as md
+from multidev import distributed as dist, nn
+
+dist.init_process_group()
+rank = dist.get_rank()
+net = dist.DistributedDataParallel(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)))
+bn = net.module[1]
+X = md.asarray(np.random.default_rng(rank).standard_normal((8, 3)).astype(np.float32))
+with md.autograd.record():
+    loss = net(X).sum()  # each rank's running statistics move with its own batch
+loss.backward()
+mine = bn.running_mean.numpy().tolist()
+net.eval()
+net(X)  # rank 0's statistics copied to every rank first; eval leaves them
+sys.stdout.write(f"STATS train {rank} {json.dumps(mine)}\\n")
+sys.stdout.write(f"STATS eval {rank} {json.dumps(bn.running_mean.numpy().tolist())}\\n")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(not hasattr(ENGINE, "gradient_reducer"), reason="torch's gradient hooks")
+def test_each_forward_gives_every_rank_the_buffers_of_rank_0(tmp_path):
+    out, got = _run_tagged(tmp_path, BUFFERS, "STATS ", ("eval", "train"))
+    assert got["train", 0] != got["train", 1], out  # the ranks' batches differ
+    assert got["eval", 0] == got["eval", 1] == got["train", 0], out

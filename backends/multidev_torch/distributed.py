@@ -103,6 +103,11 @@ def framework_launcher(
     ]
 
 
+#: how many bytes of buffers one broadcast of ``GradientReducer.prepare`` carries (torch's own
+#: wrapper's figure)
+_BUFFER_BYTES = 250 * 2**20
+
+
 class GradientReducer:
     """Averages the gradients of ``params`` (torch parameters) over ``group`` during the
     backward pass after ``prepare()``, as torch's own ``DistributedDataParallel`` reducer does,
@@ -158,10 +163,14 @@ class GradientReducer:
 
         self._handles = [p.register_post_accumulate_grad_hook(ready) for p in params]
 
-    def prepare(self) -> None:
-        """Average the gradients of the next backward pass (called by each forward)."""
+    def prepare(self, buffers: list[Any] | tuple[()] = ()) -> None:
+        """Average the gradients of the next backward pass, and give ``buffers`` (the model's,
+        e.g. BatchNorm's running statistics) rank 0's values, as torch's own wrapper does at
+        each forward (``broadcast_buffers``); called by each forward."""
         self._armed = True
         self._left = []
+        if buffers:
+            dist._broadcast_coalesced(dist.group.WORLD, buffers, _BUFFER_BYTES, 0)
 
     def _launch(self, index: int) -> None:
         bucket = self.buckets[index]

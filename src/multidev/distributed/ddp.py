@@ -41,7 +41,8 @@ class DistributedDataParallel(Block):
     parameters (the engine module's ``gradient_reducer``) all-reduce each bucket of
     gradients as soon as autograd has produced it, overlapping the rest of the backward
     pass, and write the averages at its end, as torch's own ``DistributedDataParallel``
-    reducer does (the forward runs ``net`` itself). Where the framework has a data-parallel
+    reducer does (the forward runs ``net`` itself, after copying rank 0's buffers, such as
+    BatchNorm's running statistics, to every rank, as torch's wrapper does). Where the framework has a data-parallel
     wrapper that averages gradients during the backward pass (``paddle.DataParallel``),
     calls go through it, around ``net.native``. Elsewhere (TensorFlow, MXNet) the gradients
     are averaged after ``backward()``, one engine call per bucket: MXNet's kvstore reduces
@@ -89,6 +90,7 @@ class DistributedDataParallel(Block):
                 named, bucket_cap_mb, bool(find_unused_parameters)
             )
         self.__dict__["_called"] = False
+        self.__dict__["_buffered"] = any(True for _ in net.buffers())
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
@@ -184,7 +186,8 @@ class DistributedDataParallel(Block):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # marked here, not in forward: md.jit on MXNet swaps forward for a compiled one
         if self._reducer is not None:  # the engine's hooks average the next backward pass
-            self._reducer.prepare()
+            buffers = [b._native for b in self.module.buffers()] if self._buffered else ()
+            self._reducer.prepare(buffers)
         elif self._native_ddp is None:  # the next backward() averages this model's gradients
             self.__dict__["_called"] = True
         return super().__call__(*args, **kwargs)
