@@ -37,17 +37,24 @@ class DistributedDataParallel(Block):
     dtypes; else DistributedError on every rank) and copies rank 0's values to all ranks.
     Calling it runs ``net``; after each ``loss.backward()`` every parameter's gradient is the
     average over ranks (the first ``backward()`` after a call of this wrapper: a backward
-    through another model leaves this one's gradients alone). Where the framework has a data-parallel wrapper that averages
-    gradients during the backward pass (torch ``DistributedDataParallel``,
-    ``paddle.DataParallel``), calls go through it, around ``net.native``: each bucket of
-    gradients is all-reduced as soon as it is ready, overlapping the rest of the backward
-    pass. Elsewhere (TensorFlow, MXNet) the gradients are averaged after ``backward()``, one
-    engine call per bucket: MXNet's kvstore reduces the bucket's gradient buffers in place
-    (one ``pushpull`` of the list), TensorFlow's collectives in one ``tf.function`` that
-    packs the bucket into one all-reduce (a parameter without a gradient contributes zeros). Buckets hold at most ``bucket_cap_mb`` MiB. With a wrapper, a parameter
-    that gets no gradient in a step is the framework's error unless ``find_unused_parameters``
-    (which makes the wrapper search the graph each step, as in torch). Call the wrapper, not
-    ``net``, in the training step, or the gradients are not averaged on torch and paddle.
+    through another model leaves this one's gradients alone). On torch, hooks on the
+    parameters (the engine module's ``gradient_reducer``) all-reduce each bucket of
+    gradients as soon as autograd has produced it, overlapping the rest of the backward
+    pass, and write the averages at its end, as torch's own ``DistributedDataParallel``
+    reducer does (the forward runs ``net`` itself, after copying rank 0's buffers, such as
+    BatchNorm's running statistics, to every rank, as torch's wrapper does). Where the framework has a data-parallel
+    wrapper that averages gradients during the backward pass (``paddle.DataParallel``),
+    calls go through it, around ``net.native``. Elsewhere (TensorFlow, MXNet) the gradients
+    are averaged after ``backward()``, one engine call per bucket: MXNet's kvstore reduces
+    the bucket's gradient buffers in place (one ``pushpull`` of the list), TensorFlow's
+    collectives in one ``tf.function`` that packs the bucket into one all-reduce. Buckets
+    hold at most ``bucket_cap_mb`` MiB. A parameter without a gradient in a step contributes
+    zeros and gets the average, except with paddle's wrapper, where it is the framework's
+    error unless ``find_unused_parameters`` (which makes the wrapper search the graph each
+    step); on torch, ``find_unused_parameters`` leaves the gradient of a parameter that no
+    rank used None (one more value per parameter in each all-reduce), as torch does. Call
+    the wrapper, not ``net``, in the training step, or the gradients are not averaged on
+    torch and paddle.
     Each rank should see a different shard of every batch (``DistributedSampler``); the
     optimiser then makes the same step on every rank.
     """
@@ -74,15 +81,21 @@ class DistributedDataParallel(Block):
         self.__dict__["_cap"] = max(1, int(bucket_cap_mb * 2**20))
         self._check_same_model(named)
         self._broadcast_parameters()
-        self.__dict__["_native_ddp"] = self._native_wrapper(
-            named, bucket_cap_mb, bool(find_unused_parameters)
+        self.__dict__["_reducer"] = self._engine_reducer(
+            bucket_cap_mb, bool(find_unused_parameters)
         )
+        self.__dict__["_native_ddp"] = None
+        if self._reducer is None:
+            self.__dict__["_native_ddp"] = self._native_wrapper(
+                named, bucket_cap_mb, bool(find_unused_parameters)
+            )
         self.__dict__["_called"] = False
+        self.__dict__["_buffered"] = any(True for _ in net.buffers())
         ref = weakref.ref(self)
 
         def hook(bk: Any) -> None:
             ddp = ref()
-            if ddp is None or ddp._native_ddp is not None or not ddp._params or not ddp._called:
+            if ddp is None or not ddp._called or not ddp._params:
                 return
             if ddp._params[0]._bk is bk:
                 ddp.__dict__["_called"] = False
@@ -90,6 +103,8 @@ class DistributedDataParallel(Block):
 
         self.__dict__["_hook"] = autograd.register_post_backward_hook(hook)
         weakref.finalize(self, self._hook.remove)
+        if self._reducer is not None:
+            weakref.finalize(self, self._reducer.remove)
 
     def _check_same_model(self, named: list[tuple[str, Any]]) -> None:
         g = self._group
@@ -126,6 +141,19 @@ class DistributedDataParallel(Block):
                 if native is not b._native:
                     b[...] = _new_tensor(native, b._bk, b._dev, b._dtype)
 
+    def _engine_reducer(self, bucket_cap_mb: float, find_unused: bool) -> Any:
+        """The engine's hooks that average the gradients during the backward pass (torch),
+        or None where the engine module has no ``gradient_reducer`` (or for a group of one)."""
+        from . import engine_module
+
+        if self._group.world_size == 1 or not self._params:
+            return None
+        bk = self._params[0]._bk
+        make = getattr(engine_module(bk), "gradient_reducer", None)
+        if make is None:
+            return None
+        return make([p.native for p in self._params], self._group, bucket_cap_mb, find_unused)
+
     def _native_wrapper(
         self, named: list[tuple[str, Any]], bucket_cap_mb: float, find_unused: bool
     ) -> Any:
@@ -145,18 +173,22 @@ class DistributedDataParallel(Block):
     def jit_blocker(self) -> str | None:
         """Why ``md.jit`` must run a function that calls this wrapper eagerly, or None: a
         compiler that follows Python (torch.compile) traces ``backward()`` into its graph,
-        where the gradient hooks of the engine's own wrapper do not run."""
-        if self._native_ddp is None or getattr(self._params[0]._bk, "jit_traces_once", True):
+        where the engine's gradient hooks (torch's) are not known to run."""
+        hooked = self._native_ddp is not None or self._reducer is not None
+        if not hooked or getattr(self._params[0]._bk, "jit_traces_once", True):
             return None
         return (
-            f"the {self._group.engine} data-parallel wrapper averages gradients in autograd "
+            f"DistributedDataParallel on {self._group.engine} averages gradients in autograd "
             "hooks during backward(), which a compiled step's backward does not run (the "
             "ranks' parameters would drift apart)"
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # marked here, not in forward: md.jit on MXNet swaps forward for a compiled one
-        if self._native_ddp is None:  # the next backward() averages this model's gradients
+        if self._reducer is not None:  # the engine's hooks average the next backward pass
+            buffers = [b._native for b in self.module.buffers()] if self._buffered else ()
+            self._reducer.prepare(buffers)
+        elif self._native_ddp is None:  # the next backward() averages this model's gradients
             self.__dict__["_called"] = True
         return super().__call__(*args, **kwargs)
 
