@@ -317,3 +317,90 @@ def test_a_native_op_that_rebinds_the_operands_slots_is_safe():
     table[md.float32] = drop_backend
     with pytest.raises(AttributeError, match="_bk"):
         a + b
+
+
+@active
+def test_exact_result_keeps_results_of_the_class_and_converts_the_others():
+    calls = []
+
+    def fn(*args, **kwargs):
+        calls.append((args, kwargs))
+        return args[0]
+
+    exact = dispatch.SPEEDUPS.exact_result(fn, np.ndarray, np.asarray)
+    assert exact.fn is fn and exact.cls is np.ndarray and exact.convert is np.asarray
+    assert "exact_result of" in repr(exact)
+    arr = np.ones(2, np.float32)
+    assert exact(arr, 1) is arr  # an ndarray: returned as is
+    scalar = np.float32(2.5)
+    out = exact(scalar, k=3)  # a NumPy scalar: converted, once
+    assert type(out) is np.ndarray and out.shape == () and out.dtype == np.float32
+    assert out == 2.5
+    view = arr.view(np.recarray)  # a subclass is not the exact class: converted too
+    assert type(exact(view)) is np.ndarray
+    assert calls == [((arr, 1), {}), ((scalar,), {"k": 3}), ((view,), {})]
+
+    def fails(*args):
+        raise ZeroDivisionError("from the op")
+
+    with pytest.raises(ZeroDivisionError, match="from the op"):
+        dispatch.SPEEDUPS.exact_result(fails, np.ndarray, np.asarray)(arr)
+
+    def refuse(r):
+        raise ValueError(f"refused {r!r}")
+
+    with pytest.raises(ValueError, match="refused 7"):
+        dispatch.SPEEDUPS.exact_result(lambda: 7, np.ndarray, refuse)()
+
+
+@active
+def test_exact_result_refuses_what_is_not_callable_or_a_class():
+    make = dispatch.SPEEDUPS.exact_result
+    with pytest.raises(TypeError, match=r"Expected exact_result.*callables.*Received: fn=3"):
+        make(3, np.ndarray, np.asarray)
+    with pytest.raises(TypeError, match=r"Expected exact_result.*convert=None"):
+        make(np.add, np.ndarray, None)
+    with pytest.raises(TypeError, match="type"):
+        make(np.add, "ndarray", np.asarray)
+    with pytest.raises(TypeError, match="positional arguments"):
+        make(np.add, np.ndarray, convert=np.asarray)
+
+
+@active
+def test_exact_result_keeps_reference_counts_exact():
+    arr = np.ones(1, np.float32)
+    scalar = np.float32(1.0)
+    exact = dispatch.SPEEDUPS.exact_result(lambda a: a, np.ndarray, np.asarray)
+    failing = dispatch.SPEEDUPS.exact_result(lambda a: a, np.ndarray, np.sqrt.__call__)
+    objs = [arr, scalar, exact, failing]
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            exact(arr), exact(scalar)
+            try:
+                failing("not a number")
+            except TypeError:
+                pass
+
+    run(50)
+    before = _counts(objs)
+    run(500)
+    gc.collect()
+    assert _counts(objs) == before
+
+
+def test_numpy_binary_ops_return_arrays_for_0d_operands():
+    """NumPy's ufuncs return scalars for 0-d results; the NumPy adapter's binary ops (the C
+    ``exact_result`` where the extension is active) return 0-d arrays, as every other op."""
+    if md.get_backend() != "numpy":
+        pytest.skip("the NumPy adapter's op table")
+    ops = md.registry.load("numpy").ops
+    a, b = np.asarray(np.float32(1.5)), np.asarray(np.float32(2.0))
+    for name in ("add", "multiply", "less", "divide", "pow", "logical_and"):
+        out = getattr(ops, name)(a, b)
+        assert type(out) is np.ndarray and out.shape == (), name
+    vec = np.ones(3, np.float32)
+    out = ops.add(vec, vec)
+    assert type(out) is np.ndarray and out.tolist() == [2.0, 2.0, 2.0]
+    if dispatch.SPEEDUPS is not None and np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        assert type(ops.add) is dispatch.SPEEDUPS.exact_result

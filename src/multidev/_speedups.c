@@ -542,6 +542,123 @@ installed(PyObject *module, PyObject *arg)
     return t;
 }
 
+/* ``exact_result(fn, cls, convert)``: a callable giving ``fn(*args)`` where its type is exactly
+ * ``cls`` and ``convert(fn(*args))`` otherwise; ``fn`` is called once. An adapter puts it
+ * around a native op whose results it must normalise (NumPy's ufuncs return scalars for 0-d
+ * results), so that the common case costs the native call and one pointer comparison. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;
+    PyObject *cls;
+    PyObject *convert;
+    vectorcallfunc vectorcall;
+} ExactResult;
+
+static PyObject *
+exact_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    ExactResult *e = (ExactResult *)self;
+    PyObject *r = PyObject_Vectorcall(e->fn, args, nargsf, kwnames);
+    if (r == NULL || Py_TYPE(r) == (PyTypeObject *)e->cls) {
+        return r;
+    }
+    PyObject *out = PyObject_CallOneArg(e->convert, r);
+    Py_DECREF(r);
+    return out;
+}
+
+static PyObject *
+exact_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *fn, *cls, *convert;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Expected exact_result(fn, cls, convert) with positional arguments. "
+                        "Received: keyword arguments.");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O:exact_result", &fn, &PyType_Type, &cls, &convert)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fn) || !PyCallable_Check(convert)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Expected exact_result(fn, cls, convert) with callables fn and convert. "
+                     "Received: fn=%R, convert=%R.", fn, convert);
+        return NULL;
+    }
+    ExactResult *e = PyObject_GC_New(ExactResult, type);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->fn = Py_NewRef(fn);
+    e->cls = Py_NewRef(cls);
+    e->convert = Py_NewRef(convert);
+    e->vectorcall = exact_call;
+    PyObject_GC_Track(e);
+    return (PyObject *)e;
+}
+
+static int
+exact_traverse(ExactResult *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->fn);
+    Py_VISIT(e->cls);
+    Py_VISIT(e->convert);
+    return 0;
+}
+
+static int
+exact_clear(ExactResult *e)
+{
+    Py_CLEAR(e->fn);
+    Py_CLEAR(e->cls);
+    Py_CLEAR(e->convert);
+    return 0;
+}
+
+static void
+exact_dealloc(ExactResult *e)
+{
+    PyObject_GC_UnTrack(e);
+    exact_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyObject *
+exact_repr(ExactResult *e)
+{
+    return PyUnicode_FromFormat("<multidev._speedups.exact_result of %R>", e->fn);
+}
+
+static PyMemberDef exact_members[] = {
+    {"fn", T_OBJECT, offsetof(ExactResult, fn), READONLY, "the op called"},
+    {"cls", T_OBJECT, offsetof(ExactResult, cls), READONLY, "the result type kept as is"},
+    {"convert", T_OBJECT, offsetof(ExactResult, convert), READONLY,
+     "called on a result of another type"},
+    {NULL},
+};
+
+PyDoc_STRVAR(exact_doc,
+"exact_result(fn, cls, convert)\n--\n\n"
+"A callable returning ``fn(*args, **kwargs)`` where its type is exactly ``cls``, else\n"
+"``convert`` of it (``fn`` is called once). TypeError where fn or convert is not callable.");
+
+static PyTypeObject ExactResult_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "multidev._speedups.exact_result",
+    .tp_basicsize = sizeof(ExactResult),
+    .tp_dealloc = (destructor)exact_dealloc,
+    .tp_vectorcall_offset = offsetof(ExactResult, vectorcall),
+    .tp_repr = (reprfunc)exact_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = exact_doc,
+    .tp_traverse = (traverseproc)exact_traverse,
+    .tp_clear = (inquiry)exact_clear,
+    .tp_members = exact_members,
+    .tp_new = exact_new,
+};
+
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS, install_doc},
     {"installed", installed, METH_O, installed_doc},
@@ -571,5 +688,16 @@ PyInit__speedups(void)
             }
         }
     }
-    return PyModule_Create(&module_def);
+    if (PyType_Ready(&ExactResult_Type) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "exact_result", (PyObject *)&ExactResult_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
