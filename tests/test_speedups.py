@@ -404,3 +404,78 @@ def test_numpy_binary_ops_return_arrays_for_0d_operands():
     assert type(out) is np.ndarray and out.tolist() == [2.0, 2.0, 2.0]
     if dispatch.SPEEDUPS is not None and np.lib.NumpyVersion(np.__version__) >= "2.0.0":
         assert type(ops.add) is dispatch.SPEEDUPS.exact_result
+
+
+@active
+def test_freed_results_release_their_weak_references_and_parts():
+    """Results freed by the class's C dealloc (and reused by later operators) clear their weak
+    references (callbacks run once) and give back what they held."""
+    x, y = md.asarray(_A), md.asarray(_B)
+    cls = type(x)
+    objs = [cls, x._native, y._native, x._dtype, x._dev, x._bk]
+    for _ in range(100):
+        x + y
+    before = _counts(objs)
+    called = []
+    for _ in range(300):
+        r = x + y
+        assert type(r) is cls and gc.is_tracked(r)
+        ref = weakref.ref(r, called.append)
+        del r
+        assert ref() is None
+        r = x + y  # (typically the memory just freed)
+        assert weakref.ref(r)() is r
+        np.testing.assert_allclose(np.asarray(r.numpy()), _A + _B, rtol=1e-6)
+        del r
+    assert len(called) == 300
+    gc.collect()
+    assert _counts(objs) == before
+
+
+@active
+def test_subclasses_of_the_backend_class_are_freed_as_before():
+    """A Python subclass of the backend class (own slots, a __dict__, a __del__) is freed by
+    its own dealloc and then the backend class's: its finalizer runs once, its dict, slots and
+    weak references are released."""
+    x = md.asarray(_A)
+    deleted = []
+
+    class Held:
+        pass
+
+    sub_cls = type(
+        "Sub",
+        (type(x),),
+        {"__slots__": ("extra", "__dict__"), "__del__": lambda self: deleted.append(1)},
+    )
+    objs = [sub_cls, x._native, x._dtype, x._dev, x._bk]
+    before = _counts(objs)
+    refs, called = [], []
+    for _ in range(50):
+        t = object.__new__(sub_cls)
+        t._native, t._bk, t._dev, t._dtype = x._native, x._bk, x._dev, x._dtype
+        t.extra, t.attr = Held(), Held()
+        refs += [weakref.ref(t.extra), weakref.ref(t.attr), weakref.ref(t, called.append)]
+        del t
+    gc.collect()
+    assert len(deleted) == 50 and len(called) == 50
+    assert all(r() is None for r in refs)
+    assert _counts(objs) == before
+
+
+@active
+def test_a_finalizer_on_an_installed_class_runs_for_every_result():
+    """A finalized tensor is never reused: every result of the fast path is finalized."""
+    x = md.asarray(_A)
+    cls = type("Tensor", (md.Tensor,), {"__slots__": ()})
+    fast = {"__add__": ({md.float32: x._bk.ops.add}, False, frozenset())}
+    assert dispatch.SPEEDUPS.install(cls, md.Tensor, md.bool, fast)
+    a = object.__new__(cls)
+    a._native, a._bk, a._dev, a._dtype = x._native, x._bk, x._dev, x._dtype
+    finalized = []
+    cls.__del__ = lambda self: finalized.append(self._dtype)  # type: ignore[attr-defined]
+    for _ in range(40):
+        r = a + a
+        assert type(r) is cls
+        del r
+    assert len(finalized) == 40 and all(d is md.float32 for d in finalized)
