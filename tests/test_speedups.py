@@ -106,6 +106,15 @@ def _counts(objs: list) -> list[int]:
     return [sys.getrefcount(o) for o in objs]
 
 
+def _assert_counts_kept(objs: list, run) -> None:
+    """``run(n)`` repeats its operations n times: 500 more leave every count in objs as it was."""
+    run(50)
+    before = _counts(objs)
+    run(500)
+    gc.collect()
+    assert _counts(objs) == before
+
+
 def test_reference_counts_are_exact_on_every_path():
     x, y = md.asarray(_A), md.asarray(_B)
     z = md.asarray(_B[:3])
@@ -121,11 +130,7 @@ def test_reference_counts_are_exact_on_every_path():
             except Exception:
                 pass
 
-    run(50)
-    before = _counts(objs)
-    run(500)
-    gc.collect()
-    assert _counts(objs) == before
+    _assert_counts_kept(objs, run)
 
 
 def test_many_operators_leave_no_memory_behind():
@@ -382,11 +387,7 @@ def test_exact_result_keeps_reference_counts_exact():
             except TypeError:
                 pass
 
-    run(50)
-    before = _counts(objs)
-    run(500)
-    gc.collect()
-    assert _counts(objs) == before
+    _assert_counts_kept(objs, run)
 
 
 def test_numpy_binary_ops_return_arrays_for_0d_operands():
