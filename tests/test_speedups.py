@@ -106,6 +106,15 @@ def _counts(objs: list) -> list[int]:
     return [sys.getrefcount(o) for o in objs]
 
 
+def _assert_counts_kept(objs: list, run) -> None:
+    """``run(n)`` repeats its operations n times: 500 more leave every count in objs as it was."""
+    run(50)
+    before = _counts(objs)
+    run(500)
+    gc.collect()
+    assert _counts(objs) == before
+
+
 def test_reference_counts_are_exact_on_every_path():
     x, y = md.asarray(_A), md.asarray(_B)
     z = md.asarray(_B[:3])
@@ -121,11 +130,7 @@ def test_reference_counts_are_exact_on_every_path():
             except Exception:
                 pass
 
-    run(50)
-    before = _counts(objs)
-    run(500)
-    gc.collect()
-    assert _counts(objs) == before
+    _assert_counts_kept(objs, run)
 
 
 def test_many_operators_leave_no_memory_behind():
@@ -317,3 +322,161 @@ def test_a_native_op_that_rebinds_the_operands_slots_is_safe():
     table[md.float32] = drop_backend
     with pytest.raises(AttributeError, match="_bk"):
         a + b
+
+
+@active
+def test_exact_result_keeps_results_of_the_class_and_converts_the_others():
+    calls = []
+
+    def fn(*args, **kwargs):
+        calls.append((args, kwargs))
+        return args[0]
+
+    exact = dispatch.SPEEDUPS.exact_result(fn, np.ndarray, np.asarray)
+    assert exact.fn is fn and exact.cls is np.ndarray and exact.convert is np.asarray
+    assert "exact_result of" in repr(exact)
+    arr = np.ones(2, np.float32)
+    assert exact(arr, 1) is arr  # an ndarray: returned as is
+    scalar = np.float32(2.5)
+    out = exact(scalar, k=3)  # a NumPy scalar: converted, once
+    assert type(out) is np.ndarray and out.shape == () and out.dtype == np.float32
+    assert out == 2.5
+    view = arr.view(np.recarray)  # a subclass is not the exact class: converted too
+    assert type(exact(view)) is np.ndarray
+    assert calls == [((arr, 1), {}), ((scalar,), {"k": 3}), ((view,), {})]
+
+    def fails(*args):
+        raise ZeroDivisionError("from the op")
+
+    with pytest.raises(ZeroDivisionError, match="from the op"):
+        dispatch.SPEEDUPS.exact_result(fails, np.ndarray, np.asarray)(arr)
+
+    def refuse(r):
+        raise ValueError(f"refused {r!r}")
+
+    with pytest.raises(ValueError, match="refused 7"):
+        dispatch.SPEEDUPS.exact_result(lambda: 7, np.ndarray, refuse)()
+
+
+@active
+def test_exact_result_refuses_what_is_not_callable_or_a_class():
+    make = dispatch.SPEEDUPS.exact_result
+    with pytest.raises(TypeError, match=r"Expected exact_result.*callables.*Received: fn=3"):
+        make(3, np.ndarray, np.asarray)
+    with pytest.raises(TypeError, match=r"Expected exact_result.*convert=None"):
+        make(np.add, np.ndarray, None)
+    with pytest.raises(TypeError, match="type"):
+        make(np.add, "ndarray", np.asarray)
+    with pytest.raises(TypeError, match="positional arguments"):
+        make(np.add, np.ndarray, convert=np.asarray)
+
+
+@active
+def test_exact_result_keeps_reference_counts_exact():
+    arr = np.ones(1, np.float32)
+    scalar = np.float32(1.0)
+    exact = dispatch.SPEEDUPS.exact_result(lambda a: a, np.ndarray, np.asarray)
+    failing = dispatch.SPEEDUPS.exact_result(lambda a: a, np.ndarray, np.sqrt.__call__)
+    objs = [arr, scalar, exact, failing]
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            exact(arr), exact(scalar)
+            try:
+                failing("not a number")
+            except TypeError:
+                pass
+
+    _assert_counts_kept(objs, run)
+
+
+def test_numpy_binary_ops_return_arrays_for_0d_operands():
+    """NumPy's ufuncs return scalars for 0-d results; the NumPy adapter's binary ops (the C
+    ``exact_result`` where the extension is active) return 0-d arrays, as every other op."""
+    if md.get_backend() != "numpy":
+        pytest.skip("the NumPy adapter's op table")
+    ops = md.registry.load("numpy").ops
+    a, b = np.asarray(np.float32(1.5)), np.asarray(np.float32(2.0))
+    for name in ("add", "multiply", "less", "divide", "pow", "logical_and"):
+        out = getattr(ops, name)(a, b)
+        assert type(out) is np.ndarray and out.shape == (), name
+    vec = np.ones(3, np.float32)
+    out = ops.add(vec, vec)
+    assert type(out) is np.ndarray and out.tolist() == [2.0, 2.0, 2.0]
+    if dispatch.SPEEDUPS is not None and np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        assert type(ops.add) is dispatch.SPEEDUPS.exact_result
+
+
+@active
+def test_freed_results_release_their_weak_references_and_parts():
+    """Results freed by the class's C dealloc (and reused by later operators) clear their weak
+    references (callbacks run once) and give back what they held."""
+    x, y = md.asarray(_A), md.asarray(_B)
+    cls = type(x)
+    objs = [cls, x._native, y._native, x._dtype, x._dev, x._bk]
+    for _ in range(100):
+        x + y
+    before = _counts(objs)
+    called = []
+    for _ in range(300):
+        r = x + y
+        assert type(r) is cls and gc.is_tracked(r)
+        ref = weakref.ref(r, called.append)
+        del r
+        assert ref() is None
+        r = x + y  # (typically the memory just freed)
+        assert weakref.ref(r)() is r
+        np.testing.assert_allclose(np.asarray(r.numpy()), _A + _B, rtol=1e-6)
+        del r
+    assert len(called) == 300
+    gc.collect()
+    assert _counts(objs) == before
+
+
+@active
+def test_subclasses_of_the_backend_class_are_freed_as_before():
+    """A Python subclass of the backend class (own slots, a __dict__, a __del__) is freed by
+    its own dealloc and then the backend class's: its finalizer runs once, its dict, slots and
+    weak references are released."""
+    x = md.asarray(_A)
+    deleted = []
+
+    class Held:
+        pass
+
+    sub_cls = type(
+        "Sub",
+        (type(x),),
+        {"__slots__": ("extra", "__dict__"), "__del__": lambda self: deleted.append(1)},
+    )
+    objs = [sub_cls, x._native, x._dtype, x._dev, x._bk]
+    before = _counts(objs)
+    refs, called = [], []
+    for _ in range(50):
+        t = object.__new__(sub_cls)
+        t._native, t._bk, t._dev, t._dtype = x._native, x._bk, x._dev, x._dtype
+        t.extra, t.attr = Held(), Held()
+        refs += [weakref.ref(t.extra), weakref.ref(t.attr), weakref.ref(t, called.append)]
+        del t
+    gc.collect()
+    assert len(deleted) == 50 and len(called) == 50
+    assert all(r() is None for r in refs)
+    assert _counts(objs) == before
+
+
+@active
+def test_a_finalizer_on_an_installed_class_runs_for_every_result():
+    """A finalized tensor is never reused: every result of the fast path is finalized."""
+    x = md.asarray(_A)
+    cls = type("Tensor", (md.Tensor,), {"__slots__": ()})
+    fast = {"__add__": ({md.float32: x._bk.ops.add}, False, frozenset())}
+    assert dispatch.SPEEDUPS.install(cls, md.Tensor, md.bool, fast)
+    a = object.__new__(cls)
+    a._native, a._bk, a._dev, a._dtype = x._native, x._bk, x._dev, x._dtype
+    finalized = []
+    cls.__del__ = lambda self: finalized.append(self._dtype)  # type: ignore[attr-defined]
+    for _ in range(40):
+        r = a + a
+        assert type(r) is cls
+        del r
+    assert len(finalized) == 40 and all(d is md.float32 for d in finalized)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from multidev.contract import op_table
+from multidev.dispatch import SPEEDUPS
 
 from . import cnn
 from .array_api import LOWERINGS as ARRAY_API
@@ -49,6 +50,9 @@ def _binary(fn):
     """A binary op. NumPy 1.x casts by value when one side is 0-d or a Python scalar; the core
     has already chosen the result dtype, so a Python scalar is given the array's dtype."""
     if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        if SPEEDUPS is not None:
+            # the same in C: the ufunc's result where it is an ndarray, else _asarray of it
+            return SPEEDUPS.exact_result(fn, _ndarray, _asarray)
 
         def binary(a, b):  # two positional operands, an exact type check: the operators' path
             out = fn(a, b)

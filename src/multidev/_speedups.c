@@ -9,6 +9,8 @@
  * dispatch rules of CPython's own slot for a class that defines ``__add__``/``__radd__`` in
  * Python, so reflected operands, other classes and errors behave as without this module.
  * The Python operators stay in the class dict (torch.compile inlines those).
+ * The class's tp_dealloc becomes tensor_dealloc (CPython's generic dealloc for this one
+ * layout), which keeps a few freed tensors for the fast path to reuse.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -43,9 +45,18 @@ typedef struct {
 } OpData;
 
 #define MAX_CLASSES 64
+/* tensors of a class kept for reuse by the fast path (untracked, slots cleared, each holding
+ * a reference to the class) */
+#if defined(Py_REF_DEBUG) || defined(Py_TRACE_REFS)
+#define MAX_FREE 0 /* debug builds count and list every new reference: no reuse there */
+#else
+#define MAX_FREE 16
+#endif
 typedef struct {
     PyTypeObject *cls;
     OpData ops[N_OPS];
+    int n_free;
+    PyObject *free[MAX_FREE > 0 ? MAX_FREE : 1];
 } ClassData;
 
 static ClassData classes[MAX_CLASSES];
@@ -68,6 +79,53 @@ find_class(PyTypeObject *tp)
         }
     }
     return NULL;
+}
+
+/* A new tensor of the installed class ``tp`` with its slots NULL: from the free list where
+ * it has one, else from tp_alloc. */
+static inline PyObject *
+new_tensor(ClassData *data, PyTypeObject *tp)
+{
+    if (data->n_free > 0) {
+        PyObject *out = data->free[--data->n_free];
+        Py_SET_REFCNT(out, 1); /* the class reference it held passes to the new tensor */
+        PyObject_GC_Track(out);
+        return out;
+    }
+    return tp->tp_alloc(tp, 0);
+}
+
+/* tp_dealloc of an installed class whose base is Tensor, a direct subclass of object with the
+ * four object slots and __weakref__ only: what CPython's subtype_dealloc does for it (the
+ * finalizer, weak references, the slots, the class reference), with freed tensors of the
+ * class itself kept for reuse. Instances of Python subclasses arrive here from their own
+ * subtype_dealloc (which ran their finalizer and cleared their own slots and dict). */
+static void
+tensor_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    ClassData *data = NULL;
+    for (PyTypeObject *t = tp; t != NULL && data == NULL; t = t->tp_base) {
+        data = find_class(t);
+    }
+    int exact = data != NULL && data->cls == tp;
+    if (exact && tp->tp_finalize != NULL && PyObject_CallFinalizerFromDealloc(self) < 0) {
+        return; /* resurrected */
+    }
+    PyObject_GC_UnTrack(self);
+    if (SLOT(self, tp->tp_weaklistoffset) != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+    Py_CLEAR(SLOT(self, off_bk));
+    Py_CLEAR(SLOT(self, off_dev));
+    Py_CLEAR(SLOT(self, off_dtype));
+    Py_CLEAR(SLOT(self, off_native));
+    if (exact && tp->tp_finalize == NULL && data->n_free < MAX_FREE) {
+        data->free[data->n_free++] = self;
+        return;
+    }
+    tp->tp_free(self);
+    Py_DECREF(tp);
 }
 
 /* The fast path: a new tensor of a's class, or NULL without an error where it does not
@@ -116,7 +174,7 @@ fast(PyObject *a, PyObject *b, int op, int *applied)
     if (native != NULL) {
         bk = SLOT(a, off_bk);
         bk = bk != NULL ? Py_NewRef(bk) : PyObject_GetAttrString(a, "_bk");
-        out = bk != NULL ? tp->tp_alloc(tp, 0) : NULL;
+        out = bk != NULL ? new_tensor(data, tp) : NULL;
         if (out == NULL) {
             Py_DECREF(native);
             Py_XDECREF(bk);
@@ -497,6 +555,16 @@ install(PyObject *module, PyObject *args)
             break;
         }
     }
+    /* tensor_dealloc where the layout is the one it knows: CPython's subtype_dealloc on cls
+     * and base, base right under object with the four slots and __weakref__ (at a fixed
+     * offset), no __dict__, no tp_del */
+    if (cls->tp_dealloc == base->tp_dealloc && base->tp_base == &PyBaseObject_Type &&
+        Py_SIZE(cls) == 0 && Py_SIZE(base) == 4 && base->tp_weaklistoffset > 0 &&
+        cls->tp_weaklistoffset == base->tp_weaklistoffset && cls->tp_dictoffset == 0 &&
+        base->tp_dictoffset == 0 && cls->tp_del == NULL && base->tp_del == NULL &&
+        PyType_IS_GC(cls) && cls->tp_free == PyObject_GC_Del) {
+        cls->tp_dealloc = tensor_dealloc;
+    }
     n_classes++;
     Py_RETURN_TRUE;
 fail:
@@ -542,6 +610,123 @@ installed(PyObject *module, PyObject *arg)
     return t;
 }
 
+/* ``exact_result(fn, cls, convert)``: a callable giving ``fn(*args)`` where its type is exactly
+ * ``cls`` and ``convert(fn(*args))`` otherwise; ``fn`` is called once. An adapter puts it
+ * around a native op whose results it must normalise (NumPy's ufuncs return scalars for 0-d
+ * results), so that the common case costs the native call and one pointer comparison. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;
+    PyObject *cls;
+    PyObject *convert;
+    vectorcallfunc vectorcall;
+} ExactResult;
+
+static PyObject *
+exact_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    ExactResult *e = (ExactResult *)self;
+    PyObject *r = PyObject_Vectorcall(e->fn, args, nargsf, kwnames);
+    if (r == NULL || Py_TYPE(r) == (PyTypeObject *)e->cls) {
+        return r;
+    }
+    PyObject *out = PyObject_CallOneArg(e->convert, r);
+    Py_DECREF(r);
+    return out;
+}
+
+static PyObject *
+exact_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *fn, *cls, *convert;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Expected exact_result(fn, cls, convert) with positional arguments. "
+                        "Received: keyword arguments.");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O:exact_result", &fn, &PyType_Type, &cls, &convert)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fn) || !PyCallable_Check(convert)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Expected exact_result(fn, cls, convert) with callables fn and convert. "
+                     "Received: fn=%R, convert=%R.", fn, convert);
+        return NULL;
+    }
+    ExactResult *e = PyObject_GC_New(ExactResult, type);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->fn = Py_NewRef(fn);
+    e->cls = Py_NewRef(cls);
+    e->convert = Py_NewRef(convert);
+    e->vectorcall = exact_call;
+    PyObject_GC_Track(e);
+    return (PyObject *)e;
+}
+
+static int
+exact_traverse(ExactResult *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->fn);
+    Py_VISIT(e->cls);
+    Py_VISIT(e->convert);
+    return 0;
+}
+
+static int
+exact_clear(ExactResult *e)
+{
+    Py_CLEAR(e->fn);
+    Py_CLEAR(e->cls);
+    Py_CLEAR(e->convert);
+    return 0;
+}
+
+static void
+exact_dealloc(ExactResult *e)
+{
+    PyObject_GC_UnTrack(e);
+    exact_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyObject *
+exact_repr(ExactResult *e)
+{
+    return PyUnicode_FromFormat("<multidev._speedups.exact_result of %R>", e->fn);
+}
+
+static PyMemberDef exact_members[] = {
+    {"fn", T_OBJECT, offsetof(ExactResult, fn), READONLY, "the op called"},
+    {"cls", T_OBJECT, offsetof(ExactResult, cls), READONLY, "the result type kept as is"},
+    {"convert", T_OBJECT, offsetof(ExactResult, convert), READONLY,
+     "called on a result of another type"},
+    {NULL},
+};
+
+PyDoc_STRVAR(exact_doc,
+"exact_result(fn, cls, convert)\n--\n\n"
+"A callable returning ``fn(*args, **kwargs)`` where its type is exactly ``cls``, else\n"
+"``convert`` of it (``fn`` is called once). TypeError where fn or convert is not callable.");
+
+static PyTypeObject ExactResult_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "multidev._speedups.exact_result",
+    .tp_basicsize = sizeof(ExactResult),
+    .tp_dealloc = (destructor)exact_dealloc,
+    .tp_vectorcall_offset = offsetof(ExactResult, vectorcall),
+    .tp_repr = (reprfunc)exact_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = exact_doc,
+    .tp_traverse = (traverseproc)exact_traverse,
+    .tp_clear = (inquiry)exact_clear,
+    .tp_members = exact_members,
+    .tp_new = exact_new,
+};
+
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS, install_doc},
     {"installed", installed, METH_O, installed_doc},
@@ -571,5 +756,16 @@ PyInit__speedups(void)
             }
         }
     }
-    return PyModule_Create(&module_def);
+    if (PyType_Ready(&ExactResult_Type) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "exact_result", (PyObject *)&ExactResult_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

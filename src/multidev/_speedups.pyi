@@ -10,3 +10,13 @@ def install(
 
 def installed(cls: type, /) -> tuple[str, ...]:
     """The dunder names whose C fast path is in ``cls``'s slots now."""
+
+class exact_result:
+    """``fn(*args, **kwargs)`` where its type is exactly ``cls``, else ``convert`` of it (``fn``
+    is called once): an adapter's normalising wrapper around a native op, in C."""
+
+    fn: Any
+    cls: type
+    convert: Any
+    def __init__(self, fn: Any, cls: type, convert: Any, /) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
