@@ -333,12 +333,22 @@ def _mxnet_step(
             self.bn1 = translate(src.bn1, prefix + "bn1.")
             self.bn2 = translate(src.bn2, prefix + "bn2.")
 
-        def forward(self, X):
-            Y = npx.relu(self.bn1(self.conv1(X)))
+        def _residual(self, relu: Callable, X):
+            Y = relu(self.bn1(self.conv1(X)))
             Y = self.bn2(self.conv2(Y))
             if self.conv3 is not None:
                 X = self.conv3(X)
-            return npx.relu(Y + X)
+            return relu(Y + X)
+
+        if hybrid:  # MXNet 1.x traces a HybridBlock through hybrid_forward(F, ...)
+
+            def hybrid_forward(self, F, X):
+                return self._residual(F.npx.relu, X)
+
+        else:
+
+            def forward(self, X):
+                return self._residual(npx.relu, X)
 
     def translate(b: Any, prefix: str) -> Any:
         kind = _kind(b)
