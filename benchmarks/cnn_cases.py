@@ -23,7 +23,7 @@ import numpy as np
 from cases import Case, Context, Row, side
 from harness import Target
 
-__all__ = ["lenet_step_case", "resnet18_step_case"]
+__all__ = ["cnn_data", "keras_model", "lenet_step_case", "resnet18_step_case"]
 
 LR = 0.01
 State = dict[str, np.ndarray]
@@ -107,13 +107,14 @@ def _torch_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
 # ---------------------------------------------------------------- tensorflow
 
 
-def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
-    """Keras layers in NHWC called in training mode, a GradientTape and TensorFlow's fused
-    SGD kernel (what multidev's optimiser runs). Torch-style symmetric padding is a
-    ``ZeroPadding2D`` before a ``valid`` convolution or pooling (every max-pool here follows a
-    ReLU, so zeros pad it as -inf would)."""
+def _keras_net(
+    block: Any, side_len: int, relu: Callable, sigmoid: Callable
+) -> tuple[Callable[[Any], Any], list[Any]]:
+    """The Keras layers (NHWC) of a multidev model, its weights copied, as a function of the
+    input and the list of layers made. Torch-style symmetric padding is a ``ZeroPadding2D``
+    before a ``valid`` convolution or pooling (every max-pool here follows a ReLU, so zeros
+    pad it as -inf would); BatchNorm is called in training mode."""
     import keras
-    import tensorflow as tf
 
     L = keras.layers
     made: list[Any] = []
@@ -176,8 +177,8 @@ def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
             c3 = None if b.conv3 is None else conv(b.conv3, w, prefix + "conv3.")
 
             def residual(X):
-                Y = n2(c2(tf.nn.relu(n1(c1(X)))))
-                return tf.nn.relu(Y + (X if c3 is None else c3(X)))
+                Y = n2(c2(relu(n1(c1(X)))))
+                return relu(Y + (X if c3 is None else c3(X)))
 
             return residual
         if kind == "Conv2d":
@@ -192,10 +193,28 @@ def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
             return padded(b.padding, keep(L.AveragePooling2D(b.kernel_size, b.stride)))
         if kind == "AdaptiveAvgPool2d":
             return keep(L.GlobalAveragePooling2D())
-        return {"ReLU": tf.nn.relu, "Sigmoid": tf.nn.sigmoid, "Flatten": keep(L.Flatten())}[kind]
+        return {"ReLU": relu, "Sigmoid": sigmoid, "Flatten": keep(L.Flatten())}[kind]
 
-    chw = (16, 5, 5) if X.shape[-1] == 28 else None  # LeNet's flattened (C, H, W)
-    model = translate(block, _weights(block), "", chw)
+    chw = (16, 5, 5) if side_len == 28 else None  # LeNet's flattened (C, H, W)
+    return translate(block, _weights(block), "", chw), made
+
+
+def keras_model(block: Any, side_len: int) -> Any:
+    """The same network as a functional ``keras.Model`` on NHWC input of ``side_len``
+    (Keras 3's ops, so it runs on whichever backend Keras was loaded with)."""
+    import keras
+
+    net, _ = _keras_net(block, side_len, keras.ops.relu, keras.ops.sigmoid)
+    inputs = keras.Input((side_len, side_len, 1))
+    return keras.Model(inputs, net(inputs))
+
+
+def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+    """Keras layers in NHWC called in training mode (``_keras_net``), a GradientTape and
+    TensorFlow's fused SGD kernel (what multidev's optimiser runs)."""
+    import tensorflow as tf
+
+    model, made = _keras_net(block, X.shape[-1], tf.nn.relu, tf.nn.sigmoid)
     variables = [v for layer in made for v in layer.trainable_variables]
     x, t = tf.constant(X.transpose(0, 2, 3, 1)), tf.constant(y)
     alpha = tf.constant(LR, tf.float32)
@@ -215,8 +234,11 @@ def _tf_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
 # ---------------------------------------------------------------- paddle
 
 
-def _paddle_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
-    """``paddle.nn`` layers; gradients dropped after each step as multidev's ``zero_grad()``."""
+def _paddle_step(
+    block: Any, X: np.ndarray, y: np.ndarray, to_static: bool = False
+) -> Callable[[], Any]:
+    """``paddle.nn`` layers; gradients dropped after each step as multidev's ``zero_grad()``;
+    with ``to_static``, the model through ``paddle.jit.to_static`` (the step stays eager)."""
     import paddle
 
     nn = paddle.nn
@@ -272,6 +294,8 @@ def _paddle_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
     model = translate(block, "")
     model.train()
     opt = paddle.optimizer.SGD(learning_rate=LR, parameters=model.parameters())
+    if to_static:
+        model = paddle.jit.to_static(model, full_graph=True)
     x, t = paddle.to_tensor(X), paddle.to_tensor(y)
     cross_entropy = nn.functional.cross_entropy
 
@@ -288,9 +312,11 @@ def _paddle_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
 # ---------------------------------------------------------------- mxnet
 
 
-def _mxnet_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
+def _mxnet_step(
+    block: Any, X: np.ndarray, y: np.ndarray, hybrid: bool = False
+) -> Callable[[], Any]:
     """Gluon layers (not hybridised, like the multidev model), ``autograd.record`` and a
-    ``Trainer`` with plain SGD."""
+    ``Trainer`` with plain SGD; with ``hybrid``, hybrid blocks and ``hybridize()``."""
     import mxnet as mx
     from mxnet import autograd, gluon
 
@@ -298,7 +324,7 @@ def _mxnet_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
     w = _weights(block)
     copies: list[tuple[Any, np.ndarray]] = []
 
-    class Residual(gluon.Block):
+    class Residual(gluon.HybridBlock if hybrid else gluon.Block):
         def __init__(self, src: Any, prefix: str) -> None:
             super().__init__()
             self.conv1 = translate(src.conv1, prefix + "conv1.")
@@ -307,17 +333,27 @@ def _mxnet_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
             self.bn1 = translate(src.bn1, prefix + "bn1.")
             self.bn2 = translate(src.bn2, prefix + "bn2.")
 
-        def forward(self, X):
-            Y = npx.relu(self.bn1(self.conv1(X)))
+        def _residual(self, relu: Callable, X):
+            Y = relu(self.bn1(self.conv1(X)))
             Y = self.bn2(self.conv2(Y))
             if self.conv3 is not None:
                 X = self.conv3(X)
-            return npx.relu(Y + X)
+            return relu(Y + X)
+
+        if hybrid:  # MXNet 1.x traces a HybridBlock through hybrid_forward(F, ...)
+
+            def hybrid_forward(self, F, X):
+                return self._residual(F.npx.relu, X)
+
+        else:
+
+            def forward(self, X):
+                return self._residual(npx.relu, X)
 
     def translate(b: Any, prefix: str) -> Any:
         kind = _kind(b)
         if kind == "Sequential":
-            seq = nn.Sequential()
+            seq = nn.HybridSequential() if hybrid else nn.Sequential()
             seq.add(*(translate(c, f"{prefix}{i}.") for i, c in enumerate(b)))
             return seq
         if kind == "Residual":
@@ -357,6 +393,8 @@ def _mxnet_step(block: Any, X: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
     model.initialize()
     for param, value in copies:
         param.set_data(mx.np.array(value))
+    if hybrid:
+        model.hybridize(static_alloc=True, static_shape=True)
     trainer = gluon.Trainer(model.collect_params(), "sgd", {"learning_rate": LR})
     x, t = mx.np.array(X), mx.np.array(y)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -379,12 +417,17 @@ NATIVE_STEPS = {
 }
 
 
+def cnn_data(batch: int, side_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """A case's batch: NCHW one-channel images and integer labels in [0, 10)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((batch, 1, side_len, side_len), dtype=np.float32)
+    return X, rng.integers(0, 10, size=batch)
+
+
 def _cnn_case(ctx: Context, name: str, build: Callable[[Any], Any], batch: int, side_len: int,
               repeats: int) -> Case:  # fmt: skip
     md, nat = ctx.md, ctx.nat
-    rng = np.random.default_rng(1)
-    X = rng.standard_normal((batch, 1, side_len, side_len), dtype=np.float32)
-    y = rng.integers(0, 10, size=batch)
+    X, y = cnn_data(batch, side_len)
     with side("multidev"):
         from multidev.examples import modern_cnns
 

@@ -1,12 +1,17 @@
-"""Compilation benchmark: one MLP training step (forward, mean-squared error, backward, SGD)
-timed in one process, as each alternative a user could pick runs it.
+"""Compilation benchmark: one training step (forward, loss, backward, SGD) timed in one
+process, as each alternative a user could pick runs it.
 
 Rows: multidev eager; multidev ``md.jit`` of the whole step; multidev with the forward
 hybridized (``net.hybridize()``) and the step eager; the framework's own code eagerly; the
 framework's own compiler (``torch.compile``, ``tf.function``, ``paddle.jit.to_static`` of the
 model, hybridized Gluon); Keras 3's ``train_on_batch`` (torch and tensorflow, when keras is
 installed: ``constraints/bench-keras.txt``). Cases: ``mlp_small`` (3 layers, 256 wide,
-batch 32) and ``mlp_large`` (3 layers, 1024 wide, batch 128).
+batch 32) and ``mlp_large`` (3 layers, 1024 wide, batch 128), mean-squared error; and the
+CNNs of ``cnn_cases.py`` with cross-entropy: ``lenet_step`` (d2l's LeNet, batch 64, 28x28)
+and ``resnet18_step`` (d2l's ResNet-18, batch 16, 64x64), the native and Keras models
+translated from the multidev one with its weights (Keras in NHWC). ``BENCH_CASES`` (comma
+separated) picks cases, all by default; a run of some cases keeps the other cases' rows of the
+results file from their earlier run.
 
 Run it with ``MULTIDEV_BACKEND=torch python benchmarks/compile.py`` (one backend per run,
 one CPU thread, TensorFlow's included); it writes ``benchmarks/results/compile_<backend>.{json,md}``.
@@ -25,10 +30,17 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 CASES = {"mlp_small": (256, 32), "mlp_large": (1024, 128)}
+#: CNN cases: the ``multidev.examples.modern_cnns`` builder, batch, image side
+CNN_CASES: dict[str, tuple[Callable[[Any], Any], int, int]] = {
+    "lenet_step": (lambda m: m.lenet(), 64, 28),
+    "resnet18_step": (lambda m: m.resnet18(small_inputs=False), 16, 64),
+}
+ALL_CASES = [*CASES, *CNN_CASES]
 LR = 1e-3
 RESULTS = Path(__file__).parent / "results"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
@@ -66,14 +78,38 @@ def _weights(width: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 # ---------------------------------------------------------------- multidev
-def md_steps(width: int, batch: int) -> dict[str, Callable[[], float]]:
+def _md_sides(
+    make_net: Callable[[], Any], loss_fn: Callable, X: np.ndarray, Y: np.ndarray, lr: float
+) -> dict[str, Callable[[], object]]:
+    """multidev's three sides of one case, each with a fresh model from ``make_net``: the
+    step eager, ``md.jit`` of the step, and the model hybridized with the step eager."""
+    import multidev as md
+
+    out: dict[str, Callable[[], object]] = {}
+    for label in ("multidev eager", "multidev md.jit(step)", "multidev net.hybridize()"):
+        net = make_net()
+        opt = md.optim.SGD(net.parameters(), lr=lr)
+        x, y = md.asarray(X), md.asarray(Y)
+
+        def step(net=net, opt=opt, x=x, y=y):
+            with md.autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        if label == "multidev net.hybridize()":
+            net.hybridize()
+        out[label] = md.jit(step) if label == "multidev md.jit(step)" else step
+    return out
+
+
+def md_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
     import multidev as md
     from multidev import nn
 
-    X, Y = _data(width, batch)
-    mse = nn.functional.mse_loss
-    out: dict[str, Callable[[], float]] = {}
-    for label in ("multidev eager", "multidev md.jit(step)", "multidev net.hybridize()"):
+    def make_net() -> Any:
         net = nn.Sequential(
             nn.Linear(width, width),
             nn.ReLU(),
@@ -85,25 +121,10 @@ def md_steps(width: int, batch: int) -> dict[str, Callable[[], float]]:
             for lin, (w, b) in zip([net[0], net[2], net[4]], _weights(width), strict=True):
                 lin.weight[...] = md.asarray(w)
                 lin.bias[...] = md.asarray(b)
-        opt = md.optim.SGD(net.parameters(), lr=LR)
-        x, y = md.asarray(X), md.asarray(Y)
+        return net
 
-        def step(net=net, opt=opt, x=x, y=y):
-            with md.autograd.record():
-                loss = mse(net(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        if label == "multidev md.jit(step)":
-            fn = md.jit(step)
-        else:
-            if label == "multidev net.hybridize()":
-                net.hybridize()
-            fn = step
-        out[label] = fn
-    return out
+    X, Y = _data(width, batch)
+    return _md_sides(make_net, nn.functional.mse_loss, X, Y, LR)
 
 
 # ---------------------------------------------------------------- native code
@@ -228,13 +249,19 @@ def mxnet_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
     return out
 
 
-def keras_steps(backend: str, width: int, batch: int) -> dict[str, Callable[[], object]]:
+def _keras(backend: str) -> Any:
+    """Keras 3 on ``backend``, or None where keras is not installed (or loaded on another)."""
     os.environ["KERAS_BACKEND"] = backend
     try:
         import keras
     except ImportError:
-        return {}
-    if keras.backend.backend() != backend:
+        return None
+    return keras if keras.backend.backend() == backend else None
+
+
+def keras_steps(backend: str, width: int, batch: int) -> dict[str, Callable[[], object]]:
+    keras = _keras(backend)
+    if keras is None:
         return {}
     X, Y = _data(width, batch)
     model = keras.Sequential(
@@ -251,12 +278,108 @@ def keras_steps(backend: str, width: int, batch: int) -> dict[str, Callable[[], 
     return {f"Keras {keras.__version__} train_on_batch": lambda: model.train_on_batch(X, Y)}
 
 
+# ---------------------------------------------------------------- CNN cases
+def _cnn_cases() -> Any:
+    """``cnn_cases``, loaded through ``cases`` (which imports it once its own classes exist)."""
+    import cases  # noqa: F401
+    import cnn_cases
+
+    return cnn_cases
+
+
+def _cnn_block(case: str) -> Any:
+    """A fresh multidev model of a CNN case, the same initial weights on every call."""
+    import multidev as md
+    from multidev.examples import modern_cnns
+
+    md.manual_seed(0)
+    net = CNN_CASES[case][0](modern_cnns)
+    net.train()
+    return net
+
+
+def md_cnn_steps(case: str) -> dict[str, Callable[[], object]]:
+    import multidev as md
+
+    cnn = _cnn_cases()
+    _, batch, side_len = CNN_CASES[case]
+    X, Y = cnn.cnn_data(batch, side_len)
+    return _md_sides(lambda: _cnn_block(case), md.nn.functional.cross_entropy, X, Y, cnn.LR)
+
+
+def _failing(error: Exception) -> Callable[[], object]:
+    """A side whose construction failed: calling it raises that error (reported in the table)."""
+
+    def side() -> object:
+        raise error
+
+    return side
+
+
+def native_cnn_steps(backend: str, case: str) -> dict[str, Callable[[], object]]:
+    """The framework's own model of ``cnn_cases.py``, eager and through its compiler."""
+    cnn = _cnn_cases()
+    _, batch, side_len = CNN_CASES[case]
+    X, Y = cnn.cnn_data(batch, side_len)
+    make = cnn.NATIVE_STEPS[backend]
+    out = {EAGER[backend]: make(_cnn_block(case), X, Y)}
+    try:
+        if backend == "torch":
+            import torch
+
+            torch.set_num_threads(1)
+            compiler = os.environ.get("MULTIDEV_TORCH_COMPILE_BACKEND", "inductor")
+            fn = torch.compile(make(_cnn_block(case), X, Y), backend=compiler)
+        elif backend == "tensorflow":
+            import tensorflow as tf
+
+            fn = tf.function(make(_cnn_block(case), X, Y))
+        elif backend == "paddle":
+            fn = make(_cnn_block(case), X, Y, to_static=True)
+        else:
+            fn = make(_cnn_block(case), X, Y, hybrid=True)
+    except Exception as e:  # a compiler that cannot take the model is reported, not hidden
+        fn = _failing(e)
+    out[COMPILED[backend]] = fn
+    return out
+
+
+def keras_cnn_steps(backend: str, case: str) -> dict[str, Callable[[], object]]:
+    """Keras 3's ``train_on_batch`` of the same network (``cnn_cases.keras_model``, NHWC),
+    sparse cross-entropy from logits and plain SGD."""
+    keras = _keras(backend)
+    if keras is None:
+        return {}
+    cnn = _cnn_cases()
+    _, batch, side_len = CNN_CASES[case]
+    X, Y = cnn.cnn_data(batch, side_len)
+    x = np.ascontiguousarray(X.transpose(0, 2, 3, 1))
+    label = f"Keras {keras.__version__} train_on_batch"
+    try:
+        model = cnn.keras_model(_cnn_block(case), side_len)
+        model.compile(
+            optimizer=keras.optimizers.SGD(cnn.LR),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+    except Exception as e:  # reported in the table, not hidden
+        return {label: _failing(e)}
+    return {label: lambda: model.train_on_batch(x, Y)}
+
+
 #: the side of each backend that is the framework's own compiled step (the issue's bar)
 COMPILED = {
     "torch": "torch.compile(step)",
     "tensorflow": "tf.function(step)",
     "paddle": "paddle.jit.to_static(model)",
     "mxnet": "mxnet hybridize()",
+}
+
+#: the label of each backend's own eager step
+EAGER = {
+    "torch": "torch eager",
+    "tensorflow": "tensorflow eager",
+    "paddle": "paddle eager",
+    "mxnet": "mxnet eager (Gluon)",
 }
 
 NATIVE = {
@@ -311,21 +434,52 @@ def _value(x: object) -> float:
     return float(np.asarray(x))
 
 
+def chosen_cases() -> list[str]:
+    """The cases ``BENCH_CASES`` names (comma separated), in the benchmark's order; all by
+    default."""
+    raw = os.environ.get("BENCH_CASES", "").strip()
+    if not raw:
+        return list(ALL_CASES)
+    names = [c.strip() for c in raw.split(",") if c.strip()]
+    unknown = [c for c in names if c not in ALL_CASES]
+    if unknown:
+        raise ValueError(
+            f"BENCH_CASES expected comma-separated names among {', '.join(ALL_CASES)}. "
+            f"Received unknown {', '.join(unknown)}. Fix the names or unset BENCH_CASES."
+        )
+    return [c for c in ALL_CASES if c in names]
+
+
+def _sides(backend: str, case: str) -> dict[str, Callable[[], object]]:
+    """Every side of one case, multidev's first."""
+    keras_ok = backend in ("torch", "tensorflow")
+    if case in CASES:
+        width, batch = CASES[case]
+        sides = md_steps(width, batch)
+        sides.update(NATIVE[backend](width, batch))
+        if keras_ok:
+            sides.update(keras_steps(backend, width, batch))
+        return sides
+    sides = md_cnn_steps(case)
+    sides.update(native_cnn_steps(backend, case))
+    if keras_ok:
+        sides.update(keras_cnn_steps(backend, case))
+    return sides
+
+
 def main() -> int:
     _threads()
     backend = os.environ.get("MULTIDEV_BACKEND", "torch")
     budget = float(os.environ.get("BENCH_BUDGET_S", "1.0"))
+    cases = chosen_cases()
     load_start = os.getloadavg()
     rows = []
-    for case, (width, batch) in CASES.items():
-        sides: dict[str, Callable[[], object]] = {}
+    for case in cases:
+        case_start = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            sides.update(md_steps(width, batch))
+            sides = _sides(backend, case)
         notes = sorted({str(w.message) for w in caught if "md.jit" in str(w.message)})
-        sides.update(NATIVE[backend](width, batch))
-        if backend in ("torch", "tensorflow"):
-            sides.update(keras_steps(backend, width, batch))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             timed = _time_all(sides, _value, budget)
@@ -333,6 +487,7 @@ def main() -> int:
         for label, r in timed.items():
             if "error" in r:
                 rows.append({"case": case, "side": label, "error": r["error"]})
+                print(f"{case:10s} {label:40s} failed: {r['error']}", flush=True)
                 continue
             rows.append(
                 {
@@ -347,7 +502,15 @@ def main() -> int:
                 f"{case:10s} {label:40s} {r['wall'] * 1e6:12.1f} us  cpu {r['cpu'] * 1e6:12.1f} us",
                 flush=True,
             )
-        rows.append({"case": case, "notes": sorted(set(notes))})
+        rows.append(
+            {
+                "case": case,
+                "notes": sorted(set(notes)),
+                "started": case_start[0],
+                "load_start": case_start[1],
+                "load_end": os.getloadavg(),
+            }
+        )
     meta = {
         "backend": backend,
         "python": platform.python_version(),
@@ -357,11 +520,14 @@ def main() -> int:
         "load_average": os.getloadavg(),
         "threads": 1,
         "rounds": ROUNDS,
+        "cases": cases,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"compile_{backend}.json").write_text(
-        json.dumps({"meta": meta, "rows": rows}, indent=1)
-    )
+    path = RESULTS / f"compile_{backend}.json"
+    if path.exists() and set(cases) != set(ALL_CASES):  # keep the other cases' earlier rows
+        earlier = json.loads(path.read_text())
+        rows += [r for r in earlier["rows"] if r.get("case") not in cases]
+    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     (RESULTS / f"compile_{backend}.md").write_text(_table(backend, meta, rows))
     return 0
 
@@ -371,15 +537,18 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
     lines = [
         f"# Compilation benchmark, {backend}",
         "",
-        f"One training step (forward, MSE, backward, SGD) per side, median over {meta['rounds']} "
-        "rounds that take turns between the sides; 1 thread. Wall-clock µs per step and the "
-        "process's CPU µs per step (less sensitive to other jobs on a shared machine). Load "
-        f"average at the start: {start}; at the end: {end}, on {meta['cpus']} CPUs.",
+        "One training step (forward, loss: MSE for the MLPs, cross-entropy for the CNNs, "
+        f"backward, SGD) per side, median over {meta['rounds']} rounds that take turns between "
+        "the sides; 1 thread. Wall-clock µs per step and the process's CPU µs per step (less "
+        "sensitive to other jobs on a shared machine). This run's cases: "
+        f"{', '.join(meta.get('cases', CASES))}; load average at the start: {start}; at the "
+        f"end: {end}, on {meta['cpus']} CPUs.",
         "",
         f"| case | side | µs/step | CPU µs/step | × {COMPILED[backend]} | × (CPU) |",
         "|---|---|---:|---:|---:|---:|",
     ]
-    for case in CASES:
+    present = {r.get("case") for r in rows}
+    for case in [c for c in ALL_CASES if c in present]:
         base = next(
             (
                 r
@@ -405,6 +574,14 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
             lines.append(
                 f"| {case} | {r['side']} | {wall:.0f} | {cpu:.0f} | {ratios[0]} | {ratios[1]} |"
             )
+    runs = [
+        f"- {r['case']}: started {r['started']}, load average "
+        + "; ".join(", ".join(f"{x:.1f}" for x in r[k]) for k in ("load_start", "load_end"))
+        for r in rows
+        if "started" in r
+    ]
+    if runs:
+        lines += ["", "When each case ran (load average at its start; at its end):", *runs]
     notes = sorted({n for r in rows for n in r.get("notes", [])})
     if notes:
         lines += ["", "Notes:", *(f"- {n}" for n in notes)]
