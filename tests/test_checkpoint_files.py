@@ -87,3 +87,26 @@ def test_new_file_follows_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "f").st_mode) == 0o640
+
+
+def test_interrupt_just_after_the_temp_file_is_created_removes_it(tmp_path, monkeypatch):
+    """A KeyboardInterrupt can land between the open that creates the temp file and the next
+    statement (the window test_checkpoint_kill's SIGINT trials hit once in a while): the save
+    must still remove its temp file and keep the previous checkpoint."""
+    path = tmp_path / "model.ckpt"
+    md.save({"x": md.arange(3)}, path)
+    real_open = os.open
+
+    def open_then_interrupt(file, flags, *args, **kwargs):
+        fd = real_open(file, flags, *args, **kwargs)
+        if os.fspath(file).endswith(".multidev-tmp"):
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    monkeypatch.setattr(os, "open", open_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        md.save({"x": md.arange(3) + 1}, path)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ["model.ckpt"]
+    assert md.load(path)["x"].tolist() == [0, 1, 2]

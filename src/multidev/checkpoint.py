@@ -117,8 +117,11 @@ def save(obj: Any, path: str | os.PathLike) -> None:
     folder, base = os.path.split(os.path.abspath(path))
     _remove_stale_temps(folder, base)
     mode = _mode_of(path)
-    fd, tmp = _create_temp(folder, base)
+    # the name is chosen before the file is created and the file is created inside the try:
+    # a KeyboardInterrupt that lands just after the open still finds the name to unlink
+    tmp = _temp_name(folder, base)
     try:
+        fd, tmp = _create_temp(folder, base, tmp)
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as f:
             if mode is not None:
                 os.chmod(fd if os.chmod in os.supports_fd else tmp, mode)
@@ -361,19 +364,21 @@ def _temp_prefix(base: str) -> str:
     return f".{base}."
 
 
-def _create_temp(folder: str, base: str) -> tuple[int, str]:
-    """A new temp file beside the target (unique name, O_EXCL); its name records host and pid."""
+def _temp_name(folder: str, base: str) -> str:
+    """A temp file name beside the target; it records host and pid (see _remove_stale_temps)."""
+    name = f"{_temp_prefix(base)}{_host_tag()}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
+    return os.path.join(folder, name)
+
+
+def _create_temp(folder: str, base: str, tmp: str) -> tuple[int, str]:
+    """Create ``tmp`` (O_EXCL), or a new name when one exists; the descriptor and the name."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_BINARY", 0)
     while True:
-        name = (
-            f"{_temp_prefix(base)}{_host_tag()}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
-        )
-        tmp = os.path.join(folder, name)
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
-            continue
+            tmp = _temp_name(folder, base)
 
 
 def _remove_stale_temps(folder: str, base: str) -> None:
