@@ -446,7 +446,9 @@ for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
     def bench_compile(session: nox.Session, backend: str = _backend) -> None:
         """The compilation benchmark on one backend (not part of CI): multidev eager and
         md.jit against the framework's eager and compiled step and Keras 3's train_on_batch
-        (torch, tensorflow). Writes benchmarks/results/compile_<backend>.{json,md}."""
+        (torch, tensorflow). Writes benchmarks/results/compile_<backend>.{json,md}, then the
+        combined table and chart of every backend run so far (compile.md, compile.png).
+        ``BENCH_CASES`` and ``BENCH_ROUNDS`` pass through (see benchmarks/compile.py)."""
         constraints = ROOT / "constraints"
         extra = ["keras"] if backend in ("torch", "tensorflow") else []
         session.install(
@@ -454,7 +456,10 @@ for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
             str(constraints / f"{backend}.txt"),
             "-c",
             str(constraints / "bench-keras.txt"),
+            "-c",
+            str(constraints / "tools.txt"),
             f".[{backend}]",
+            "matplotlib",
             *extra,
         )
         session.run(
@@ -462,6 +467,7 @@ for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
             "benchmarks/compile.py",
             env={"MULTIDEV_BACKEND": backend, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
         )
+        session.run("python", "benchmarks/compile_report.py")
 
 
 @nox.session(name="torch-checkpoints")
