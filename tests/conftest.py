@@ -41,9 +41,11 @@ def run_python_fixture() -> RunPython:
     return run_python
 
 
-def assert_ranks_match(one: str | os.PathLike, two: str | os.PathLike, ranks: int = 2) -> None:
+def assert_ranks_match(
+    one: str | os.PathLike, two: str | os.PathLike, ranks: int = 2, rtol: float = 1e-6
+) -> None:
     """Every rank's ``rank<r>.npz`` under ``two`` holds the arrays of ``one/rank0.npz`` (the
-    single-process run) within 1e-6 relative (norm of the difference over the norm)."""
+    single-process run) within ``rtol`` relative (norm of the difference over the norm)."""
     import numpy as np
 
     ref = np.load(os.path.join(one, "rank0.npz"))
@@ -52,4 +54,4 @@ def assert_ranks_match(one: str | os.PathLike, two: str | os.PathLike, ranks: in
         assert sorted(got.files) == sorted(ref.files)
         for key in ref.files:
             err = np.linalg.norm(got[key] - ref[key]) / np.linalg.norm(ref[key])
-            assert err <= 1e-6, (rank, key, err)
+            assert err <= rtol, (rank, key, err)

@@ -197,6 +197,24 @@ def test_processes_on_gpus_use_nccl_one_gpu_each(tmp_path):
     assert "engine nccl device gpu:0" in out and "engine nccl device gpu:1" in out
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(md.num_gpus() < 2, reason="needs two GPUs: num_gpus() < 2")
+@pytest.mark.skipif(BK not in ("torch", "paddle"), reason="NCCL is torch's and paddle's")
+def test_two_gpu_processes_on_half_batches_end_like_one_on_the_whole_batch(tmp_path, monkeypatch):
+    """The NCCL path of DistributedDataParallel (one GPU a rank, gradients bucketed and averaged
+    by NCCL all-reduces) ends where one process on the whole batch does."""
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert _example().main(["--out-dir", str(tmp_path / "one")]) == 0
+    args = ["--bucket-cap-mb", str(1 / 1024), "--out-dir", str(tmp_path / "two")]
+    res = _launch(["examples/ddp_mlp.py", *args])
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "2 processes, gpu:0" in out, out
+    # GPU kernels sum in other orders than the CPU's: a looser bound than the CPU test's
+    assert_ranks_match(tmp_path / "one", tmp_path / "two", rtol=1e-5)
+
+
 GLUON_TRAINER = """
 import json
 import numpy as np
