@@ -30,6 +30,17 @@ def test_a_lowering_wins_over_a_module_function_and_the_namespace():
     assert contract.op_table(np, modules=[module]).hypot(1, 2) == "module"
 
 
+def test_a_module_with_a_lowerings_dict_gives_only_its_entries_in_module_order():
+    # array_api.py, sequence_ops.py, losses.py: a LOWERINGS dict beside helper functions
+    with_dict = types.SimpleNamespace(LOWERINGS={"hypot": lambda a, b: "dict"}, atan2=np.add)
+    plain = types.SimpleNamespace(hypot=lambda a, b: "plain", atan2=lambda a, b: "plain")
+    ops = contract.op_table(np, modules=[with_dict, plain])
+    assert ops.hypot(1, 2) == "dict"  # the first module that has the op
+    assert ops.atan2(1, 2) == "plain"  # a module's own functions count only without the dict
+    with pytest.raises(TypeError, match=r"declared in multidev.op_specs.*\['hypotenuse'\]"):
+        contract.op_table(np, modules=[types.SimpleNamespace(LOWERINGS={"hypotenuse": np.add})])
+
+
 def test_the_namespace_gives_an_op_by_any_of_its_native_names():
     first = types.SimpleNamespace(arctan2=lambda a, b: "first")
     second = types.SimpleNamespace(atan2=lambda a, b: "second")
