@@ -11,8 +11,7 @@ import numpy as np
 
 from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="No ccache found")
@@ -51,8 +50,6 @@ OPS = native_table(
     _t,
     _np,
     {
-        **SEQUENCE_OPS,
-        **CNN_OPS,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,
         # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
@@ -71,6 +68,7 @@ OPS = native_table(
     },
     F,
     paddle,
+    modules=[sequence_reference, cnn_reference],
     reduce_keywords=("axis", "keepdim"),
     axes=list,
 )

@@ -11,8 +11,7 @@ import torch.nn.functional as F
 
 from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
@@ -37,8 +36,6 @@ OPS = native_table(
     _t,
     _np,
     {
-        **SEQUENCE_OPS,
-        **CNN_OPS,
         "linear": F.linear,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
         "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
@@ -61,5 +58,6 @@ OPS = native_table(
         ),
     },
     torch,
+    modules=[sequence_reference, cnn_reference],
     reduce_keywords=("dim", "keepdim"),
 )

@@ -66,11 +66,14 @@ def native_table(
     to_numpy: Callable[[Any], np.ndarray],
     ops: Mapping[str, Callable[..., Any]],
     *namespaces: Any,
+    modules: Sequence[Any] = (),
     reduce_keywords: tuple[str, str] = ("axis", "keepdims"),
     axes: type = tuple,
 ) -> dict[str, Callable[..., Any]]:
-    """``ops`` (functions of native tensors), and the ``NAMESPACE_KEYS`` and
-    ``REDUCTION_KEYS`` that ``ops`` lacks from the first of ``namespaces`` that has them
+    """``ops`` (functions of native tensors), the entries of the ``OPS`` dicts of the
+    adapter's reference ``modules`` (``cnn_reference.py``, ``sequence_reference.py``; the first
+    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS`` and
+    ``REDUCTION_KEYS`` that all of them lack from the first of ``namespaces`` that has them
     (reductions called with the framework's ``reduce_keywords`` and the axes as ``axes``), as
     functions of NumPy arrays."""
 
@@ -102,6 +105,8 @@ def native_table(
         return op
 
     table = dict(ops)
+    for module in modules:
+        table.update((k, v) for k, v in module.OPS.items() if k not in table)
     for name, names in NAMESPACE_KEYS.items():
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
