@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from multidev import contract, op_specs
+from multidev import dtypes as md_dtypes
 from multidev.testing import reference
 
 
@@ -80,3 +81,18 @@ def test_reference_keys_come_from_the_namespace_with_numpy_calls():
     assert table["max"](x, None, True).shape == (1, 1)
     # defined on floating point: integer input is computed in float32, as multidev does
     assert table["mean"](x, None, False).dtype == np.float32
+
+
+def test_reference_bfloat16_helpers_pass_the_bits_and_read_them_back():
+    bf16 = np.dtype(md_dtypes.bfloat16.numpy)
+    seen = []
+    to_native = reference.bfloat16_bits(lambda a: seen.append(a.dtype) or a, lambda t: t.view(bf16))
+    a = np.array([1.5, -2.25, np.nan], dtype=bf16)
+    out = to_native(a)
+    assert seen == [np.uint16] and out.dtype == bf16 and out is not a
+    np.testing.assert_array_equal(out.view(np.uint16), a.view(np.uint16))
+    assert to_native(np.float32([2.0])).dtype == np.float32  # other dtypes as they are
+    to_numpy = reference.bfloat16_numpy(np.asarray, lambda t: t.dtype == np.uint16)
+    back = to_numpy(a.view(np.uint16))
+    assert back.dtype == bf16
+    np.testing.assert_array_equal(back.view(np.uint16), a.view(np.uint16))

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import warnings
 
-import ml_dtypes
-import numpy as np
-
-from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
+from multidev.testing.reference import (
+    bfloat16_bits,
+    bfloat16_numpy,
+    eager_sgd_step,
+    gradient_keys,
+    native_table,
+    tape_grads,
+)
 
 from . import cnn_reference, sequence_reference
 
@@ -21,20 +25,7 @@ import paddle.nn.functional as F
 
 __all__ = ["OPS"]
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _CPU = paddle.CPUPlace()
-
-
-def _t(a: np.ndarray) -> paddle.Tensor:
-    arr = np.array(a)
-    if arr.dtype == _BF16:  # Paddle reads uint16 data as bfloat16
-        return paddle.to_tensor(arr.view(np.uint16), place=_CPU)
-    return paddle.to_tensor(arr, place=_CPU)
-
-
-def _np(t: paddle.Tensor) -> np.ndarray:
-    out = t.numpy()
-    return out.view(_BF16) if t.dtype == paddle.bfloat16 else out
 
 
 def _linear(x, weight, bias):
@@ -47,8 +38,9 @@ def _watch(t: paddle.Tensor) -> None:
 
 
 OPS = native_table(
-    _t,
-    _np,
+    # Paddle reads uint16 data as bfloat16 and gives bfloat16 tensors to NumPy as uint16
+    bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
+    bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
     {
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,

@@ -4,37 +4,29 @@ suite uses (``multidev.testing.reference``)."""
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
+from multidev.testing.reference import (
+    bfloat16_bits,
+    bfloat16_numpy,
+    eager_sgd_step,
+    gradient_keys,
+    native_table,
+    tape_grads,
+)
 
 from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def _t(a: np.ndarray) -> torch.Tensor:
-    arr = np.array(a)  # a writable, C-contiguous copy that torch may alias
-    if arr.dtype == _BF16:
-        return torch.from_numpy(arr.view(np.uint16)).view(torch.bfloat16)
-    return torch.from_numpy(arr)
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu()
-    if t.dtype is torch.bfloat16:
-        return t.view(torch.int16).numpy().view(_BF16)
-    return t.numpy()
-
-
 OPS = native_table(
-    _t,
-    _np,
+    bfloat16_bits(torch.from_numpy, lambda t: t.view(torch.bfloat16)),
+    bfloat16_numpy(
+        lambda t: t.detach().cpu().numpy(),
+        lambda t: t.dtype is torch.bfloat16,
+        lambda t: t.view(torch.int16),
+    ),
     {
         "linear": F.linear,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..contract import find_native
+from ..dtypes import bfloat16
 
 __all__ = [
     *("FLOAT_KEYS", "NAMESPACE_KEYS", "REDUCTION_KEYS", "eager_sgd_step", "gradient_keys"),
-    *("native_table", "tape_grads"),
+    *("native_table", "tape_grads", "bfloat16_bits", "bfloat16_numpy"),
 ]
 
 
@@ -178,3 +179,37 @@ def eager_sgd_step(
         return loss
 
     return step
+
+
+def bfloat16_bits(
+    to_native: Callable[[np.ndarray], Any], as_bfloat16: Callable[[Any], Any] = lambda t: t
+) -> Callable[[Any], Any]:
+    """``to_native`` for a framework that takes no ``ml_dtypes`` arrays: each array as a
+    writable, C-contiguous copy (which the tensor may alias), a bfloat16 one as its uint16
+    bits, read back as bfloat16 by ``as_bfloat16(tensor)`` (where the framework does not do
+    it itself)."""
+
+    def convert(a: Any) -> Any:
+        arr = np.array(a)
+        if arr.dtype == bfloat16.numpy:
+            return as_bfloat16(to_native(arr.view(np.uint16)))
+        return to_native(arr)
+
+    return convert
+
+
+def bfloat16_numpy(
+    to_numpy: Callable[[Any], np.ndarray],
+    is_bfloat16: Callable[[Any], bool],
+    as_bits: Callable[[Any], Any] = lambda t: t,
+) -> Callable[[Any], np.ndarray]:
+    """``to_numpy`` for a framework whose bfloat16 tensors reach NumPy as 16-bit integer
+    bits (``as_bits(tensor)`` where it does not give them itself): those as
+    ``ml_dtypes.bfloat16`` arrays."""
+
+    def convert(t: Any) -> np.ndarray:
+        if is_bfloat16(t):
+            return to_numpy(as_bits(t)).view(bfloat16.numpy)
+        return to_numpy(t)
+
+    return convert
