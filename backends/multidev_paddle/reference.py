@@ -6,14 +6,7 @@ from __future__ import annotations
 
 import warnings
 
-from multidev.testing.reference import (
-    bfloat16_bits,
-    bfloat16_numpy,
-    eager_sgd_step,
-    gradient_keys,
-    native_table,
-    tape_grads,
-)
+from multidev.testing import reference as ref
 
 from . import cnn_reference, sequence_reference
 
@@ -37,20 +30,20 @@ def _watch(t: paddle.Tensor) -> None:
     t.stop_gradient = False
 
 
-OPS = native_table(
+OPS = ref.native_table(
     # Paddle reads uint16 data as bfloat16 and gives bfloat16 tensors to NumPy as uint16
-    bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
-    bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
+    ref.bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
+    ref.bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
     {
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,
         # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
-        **gradient_keys(
-            tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
+        **ref.gradient_keys(
+            ref.tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
         ),
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
-        "native_sgd_step": eager_sgd_step(
+        "native_sgd_step": ref.eager_sgd_step(
             lambda module, lr: paddle.optimizer.SGD(
                 learning_rate=lr, parameters=module.parameters()
             ),

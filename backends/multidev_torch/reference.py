@@ -7,22 +7,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from multidev.testing.reference import (
-    bfloat16_bits,
-    bfloat16_numpy,
-    eager_sgd_step,
-    gradient_keys,
-    native_table,
-    tape_grads,
-)
+from multidev.testing import reference as ref
 
 from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
-OPS = native_table(
-    bfloat16_bits(torch.from_numpy, lambda t: t.view(torch.bfloat16)),
-    bfloat16_numpy(
+OPS = ref.native_table(
+    ref.bfloat16_bits(torch.from_numpy, lambda t: t.view(torch.bfloat16)),
+    ref.bfloat16_numpy(
         lambda t: t.detach().cpu().numpy(),
         lambda t: t.dtype is torch.bfloat16,
         lambda t: t.view(torch.int16),
@@ -35,15 +28,15 @@ OPS = native_table(
         ),
         "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
-        **gradient_keys(
-            tape_grads(torch.Tensor.requires_grad_),
+        **ref.gradient_keys(
+            ref.tape_grads(torch.Tensor.requires_grad_),
             *(F.linear, torch.relu, torch.softmax, F.mse_loss, F.cross_entropy),
         ),
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         # torch.conj only sets a lazy bit NumPy cannot read
         "conj": torch.conj_physical,
-        "native_sgd_step": eager_sgd_step(
+        "native_sgd_step": ref.eager_sgd_step(
             lambda module, lr: torch.optim.SGD(module.parameters(), lr=lr),
             torch.nn.Module.zero_grad,
             F.mse_loss,
