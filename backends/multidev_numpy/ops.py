@@ -122,7 +122,6 @@ _LOWERINGS = {
     "argmin": _arg(np.argmin),
     "clip": lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False),
     "softmax": _softmax,
-    "getitem": lambda x, key: x[key],
 }
 
 OPS = op_table(

@@ -211,7 +211,7 @@ OPS = op_table(
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
     wrap=_wrap,
-    reduce=_reduction,  # sum, mean, prod (max and min below: not amax, amin)
+    reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
         _tensor_operands(_integer_division(operator.floordiv)),
@@ -232,8 +232,6 @@ OPS = op_table(
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    max=_wide(_reduction(paddle.max), "max"),
-    min=_wide(_reduction(paddle.min), "min"),
     argmax=_wide(_arg(paddle.argmax), "argmax"),
     argmin=_wide(_arg(paddle.argmin), "argmin"),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),

@@ -86,11 +86,7 @@ def _binary(fast, name):
 def _raw(op):
     """TensorFlow's raw op ``op`` on two operands: the kernel that ``a + b`` (``*``, ``-``) on
     TensorFlow tensors runs, without ``tf.math``'s name scope and conversions (several µs)."""
-
-    def fn(a, b):
-        return op(x=a, y=b)
-
-    return fn
+    return lambda a, b: op(x=a, y=b)
 
 
 _mm2 = _binary(tf.linalg.matmul, "matmul")
