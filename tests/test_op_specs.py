@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from multidev import contract, op_specs
+from multidev import dtypes as md_dtypes
 from multidev.testing import reference
 
 
@@ -28,6 +29,17 @@ def test_a_lowering_wins_over_a_module_function_and_the_namespace():
     ops = contract.op_table(np, modules=[module], hypot=lambda a, b: "lowering")
     assert ops.hypot(1, 2) == "lowering"
     assert contract.op_table(np, modules=[module]).hypot(1, 2) == "module"
+
+
+def test_a_module_with_a_lowerings_dict_gives_only_its_entries_in_module_order():
+    # array_api.py, sequence_ops.py, losses.py: a LOWERINGS dict beside helper functions
+    with_dict = types.SimpleNamespace(LOWERINGS={"hypot": lambda a, b: "dict"}, atan2=np.add)
+    plain = types.SimpleNamespace(hypot=lambda a, b: "plain", atan2=lambda a, b: "plain")
+    ops = contract.op_table(np, modules=[with_dict, plain])
+    assert ops.hypot(1, 2) == "dict"  # the first module that has the op
+    assert ops.atan2(1, 2) == "plain"  # a module's own functions count only without the dict
+    with pytest.raises(TypeError, match=r"declared in multidev.op_specs.*\['hypotenuse'\]"):
+        contract.op_table(np, modules=[types.SimpleNamespace(LOWERINGS={"hypotenuse": np.add})])
 
 
 def test_the_namespace_gives_an_op_by_any_of_its_native_names():
@@ -69,3 +81,18 @@ def test_reference_keys_come_from_the_namespace_with_numpy_calls():
     assert table["max"](x, None, True).shape == (1, 1)
     # defined on floating point: integer input is computed in float32, as multidev does
     assert table["mean"](x, None, False).dtype == np.float32
+
+
+def test_reference_bfloat16_helpers_pass_the_bits_and_read_them_back():
+    bf16 = np.dtype(md_dtypes.bfloat16.numpy)
+    seen = []
+    to_native = reference.bfloat16_bits(lambda a: seen.append(a.dtype) or a, lambda t: t.view(bf16))
+    a = np.array([1.5, -2.25, np.nan], dtype=bf16)
+    out = to_native(a)
+    assert seen == [np.uint16] and out.dtype == bf16 and out is not a
+    np.testing.assert_array_equal(out.view(np.uint16), a.view(np.uint16))
+    assert to_native(np.float32([2.0])).dtype == np.float32  # other dtypes as they are
+    to_numpy = reference.bfloat16_numpy(np.asarray, lambda t: t.dtype == np.uint16)
+    back = to_numpy(a.view(np.uint16))
+    assert back.dtype == bf16
+    np.testing.assert_array_equal(back.view(np.uint16), a.view(np.uint16))

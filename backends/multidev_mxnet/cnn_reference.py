@@ -11,7 +11,7 @@ import mxnet as mx
 from mxnet import autograd, gluon, npx
 from mxnet import np as mnp
 
-__all__ = ["CNN_OPS"]
+__all__ = ["OPS"]
 
 
 def _pool(kind):
@@ -64,7 +64,7 @@ def _group_norm(x, groups, w, b, eps):
     return y.as_np_ndarray() * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
 
 
-CNN_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "max_pool2d": _pool("max"),
     "avg_pool2d": _pool("avg"),
     "adaptive_avg_pool2d": _adaptive_avg_pool2d,

@@ -8,7 +8,7 @@ from mxnet import np as mnp
 from mxnet import npx
 from mxnet._ctypes.ndarray import _imperative_invoke
 
-__all__ = ["LOSS_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 _REDUCE = {"mean": mnp.mean, "sum": mnp.sum, "none": lambda loss: loss}
 #: MXNet's fused kernel: the sum over a batch of ``logsumexp(x) - x[label]`` (float labels);
@@ -47,4 +47,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}
+LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}

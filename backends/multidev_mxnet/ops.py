@@ -17,14 +17,11 @@ from mxnet import npx
 from multidev import dtypes as _dt
 from multidev.contract import as_tensors, op_table, summed_matmul
 
-from . import cnn
-from .array_api import LOWERINGS as ARRAY_API
+from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
 from .dtypes import native
 from .fill import exact_float64
 from .indexing import getitem, like
-from .losses import LOSS_LOWERINGS
-from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS"]
 
@@ -223,8 +220,8 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
 
 OPS = op_table(
     mnp,
-    modules=[cnn],
-    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
+    modules=[array_api, sequence_ops, losses, cnn],
     add=_bool_scalar(operator.add),
     astype=lambda x, dt: x.astype(native(dt)),
     clip=_through(mnp.clip, {_BOOL: _F32}),
@@ -250,8 +247,6 @@ OPS = op_table(
     softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {_F16: _F32}),
     sum=_reduction(mnp.sum, 0),
     where=_where,
-    **SEQUENCE_LOWERINGS,
-    **LOSS_LOWERINGS,
 )
 
 

@@ -16,8 +16,7 @@ from mxnet import np as mnp
 
 from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
 
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
@@ -51,8 +50,6 @@ OPS = {
         _mx,
         lambda x: x.asnumpy(),
         {
-            **SEQUENCE_OPS,
-            **CNN_OPS,
             "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
                 x,
                 w,
@@ -90,5 +87,6 @@ OPS = {
         },
         mnp,
         npx,
+        modules=[sequence_reference, cnn_reference],
     ).items()
 }

@@ -9,7 +9,7 @@ from typing import Any
 from mxnet import np as mnp
 from mxnet import npx
 
-__all__ = ["SEQUENCE_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 
 def _gelu(x, tanh):
@@ -47,7 +47,7 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-SEQUENCE_LOWERINGS: dict[str, Callable[..., Any]] = {
+LOWERINGS: dict[str, Callable[..., Any]] = {
     "embedding": lambda w, idx: mnp.take(w, idx, axis=0),
     "one_hot": lambda idx, n: npx.one_hot(idx, n, dtype="int64"),
     "stop_gradient": lambda x: x.detach(),

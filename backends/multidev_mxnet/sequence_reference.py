@@ -9,7 +9,7 @@ from typing import Any
 from mxnet import autograd, gluon, npx
 from mxnet import np as mnp
 
-__all__ = ["SEQUENCE_OPS"]
+__all__ = ["OPS"]
 
 
 def _rnn_layer(mode, x, weights, num_layers, bidirectional, gy):
@@ -54,7 +54,7 @@ def _gelu(x, approximate):
     return npx.leaky_relu(x, act_type="gelu")
 
 
-SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": lambda x, w, b, eps: npx.layer_norm(x, w, b, axis=-1, eps=eps),

@@ -10,10 +10,9 @@ import numpy as np
 from multidev.contract import op_table
 from multidev.dispatch import SPEEDUPS
 
-from . import cnn
+from . import cnn, sequence_ops
 from .array_api import LOWERINGS as ARRAY_API
 from .array_api import QUIET
-from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS", "writable"]
 
@@ -123,17 +122,15 @@ _LOWERINGS = {
     "argmin": _arg(np.argmin),
     "clip": lambda x, lo, hi: np.clip(x, lo, hi).astype(x.dtype, copy=False),
     "softmax": _softmax,
-    "getitem": lambda x, key: x[key],
 }
 
 OPS = op_table(
     np,
-    modules=[cnn],
+    modules=[sequence_ops, cnn],
     wrap=_wrap,
     reduce=_reduce,
     **{name: _arr(fn) for name, fn in _LOWERINGS.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
     astype=lambda x, dt: x.astype(dt.numpy),
     copy=np.array,
-    **SEQUENCE_LOWERINGS,
 )

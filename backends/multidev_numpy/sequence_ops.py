@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["SEQUENCE_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -25,7 +25,7 @@ def _gelu(x, tanh):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-SEQUENCE_LOWERINGS = {
+LOWERINGS = {
     "embedding": lambda w, idx: np.asarray(w[idx]),
     "one_hot": lambda idx, n: np.eye(n, dtype=np.int64)[idx],
     "stop_gradient": lambda x: x,

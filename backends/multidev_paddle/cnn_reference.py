@@ -9,7 +9,7 @@ from typing import Any
 import paddle
 import paddle.nn.functional as F
 
-__all__ = ["CNN_OPS"]
+__all__ = ["OPS"]
 
 
 def _batch_norm_train(x, w, b, eps):
@@ -18,7 +18,7 @@ def _batch_norm_train(x, w, b, eps):
     return F.batch_norm(x, mean, var, w, b, training=True, epsilon=eps)
 
 
-CNN_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "max_pool2d": lambda x, k, s, p: F.max_pool2d(x, k, s, p),
     "avg_pool2d": lambda x, k, s, p: F.avg_pool2d(x, k, s, p, exclusive=False),
     "adaptive_avg_pool2d": F.adaptive_avg_pool2d,

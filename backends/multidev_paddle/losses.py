@@ -12,7 +12,7 @@ from typing import Any
 
 import paddle
 
-__all__ = ["LOSS_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 _REDUCE = {"mean": paddle.mean, "sum": paddle.sum, "none": lambda loss: loss}
 
@@ -28,4 +28,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}
+LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}

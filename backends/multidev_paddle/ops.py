@@ -27,11 +27,8 @@ from multidev.contract import (
     widening,
 )
 
-from . import array_api, cnn
-from .array_api import LOWERINGS as ARRAY_API
+from . import array_api, cnn, losses, sequence_ops
 from .dtypes import NATIVE, dtype_name, md_dtype
-from .losses import LOSS_LOWERINGS
-from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["FLOATS", "OPS", "native_key"]
 
@@ -211,10 +208,10 @@ def _wrap(fn, name: str):
 
 OPS = op_table(
     paddle,
-    modules=[cnn],
+    # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
+    modules=[array_api, sequence_ops, losses, cnn],
     wrap=_wrap,
-    reduce=_reduction,  # sum, mean, prod (max and min below: not amax, amin)
-    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
     # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
     floor_divide=_wide(
         _tensor_operands(_integer_division(operator.floordiv)),
@@ -235,8 +232,6 @@ OPS = op_table(
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    max=_wide(_reduction(paddle.max), "max"),
-    min=_wide(_reduction(paddle.min), "min"),
     argmax=_wide(_arg(paddle.argmax), "argmax"),
     argmin=_wide(_arg(paddle.argmin), "argmin"),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
@@ -247,6 +242,4 @@ OPS = op_table(
     getitem=lambda x, key: x[native_key(key)],
     astype=lambda x, dt: x.astype(NATIVE[dt]),
     linear=_wide(_linear, "linear"),
-    **SEQUENCE_LOWERINGS,
-    **LOSS_LOWERINGS,
 )

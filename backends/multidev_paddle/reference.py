@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import warnings
 
-import ml_dtypes
-import numpy as np
+from multidev.testing import reference as ref
 
-from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
-
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="No ccache found")
@@ -22,20 +18,7 @@ import paddle.nn.functional as F
 
 __all__ = ["OPS"]
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _CPU = paddle.CPUPlace()
-
-
-def _t(a: np.ndarray) -> paddle.Tensor:
-    arr = np.array(a)
-    if arr.dtype == _BF16:  # Paddle reads uint16 data as bfloat16
-        return paddle.to_tensor(arr.view(np.uint16), place=_CPU)
-    return paddle.to_tensor(arr, place=_CPU)
-
-
-def _np(t: paddle.Tensor) -> np.ndarray:
-    out = t.numpy()
-    return out.view(_BF16) if t.dtype == paddle.bfloat16 else out
 
 
 def _linear(x, weight, bias):
@@ -47,21 +30,20 @@ def _watch(t: paddle.Tensor) -> None:
     t.stop_gradient = False
 
 
-OPS = native_table(
-    _t,
-    _np,
+OPS = ref.native_table(
+    # Paddle reads uint16 data as bfloat16 and gives bfloat16 tensors to NumPy as uint16
+    ref.bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
+    ref.bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
     {
-        **SEQUENCE_OPS,
-        **CNN_OPS,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,
         # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
-        **gradient_keys(
-            tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
+        **ref.gradient_keys(
+            ref.tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
         ),
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
-        "native_sgd_step": eager_sgd_step(
+        "native_sgd_step": ref.eager_sgd_step(
             lambda module, lr: paddle.optimizer.SGD(
                 learning_rate=lr, parameters=module.parameters()
             ),
@@ -71,6 +53,7 @@ OPS = native_table(
     },
     F,
     paddle,
+    modules=[sequence_reference, cnn_reference],
     reduce_keywords=("axis", "keepdim"),
     axes=list,
 )

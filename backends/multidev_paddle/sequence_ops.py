@@ -7,7 +7,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle import _C_ops
 
-__all__ = ["SEQUENCE_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 
 _MODES = {"gru": "GRU", "lstm": "LSTM", "rnn_tanh": "RNN_TANH", "rnn_relu": "RNN_RELU"}
@@ -46,7 +46,7 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-SEQUENCE_LOWERINGS = {
+LOWERINGS = {
     "embedding": lambda w, idx: F.embedding(idx, w),
     "one_hot": lambda idx, n: F.one_hot(idx, n).astype(paddle.int64),
     "stop_gradient": lambda x: x.detach(),

@@ -9,7 +9,7 @@ from typing import Any
 import paddle
 import paddle.nn.functional as F
 
-__all__ = ["SEQUENCE_OPS"]
+__all__ = ["OPS"]
 
 _RNN = {"gru": paddle.nn.GRU, "lstm": paddle.nn.LSTM, "rnn_tanh": paddle.nn.SimpleRNN}
 
@@ -46,7 +46,7 @@ def _attention(q, k, v, mask, is_causal, gy):
     return out, q.grad, k.grad, v.grad
 
 
-SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": lambda x, w, b, eps: F.layer_norm(x, [x.shape[-1]], w, b, eps),

@@ -10,7 +10,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-__all__ = ["CNN_OPS"]
+__all__ = ["OPS"]
 
 
 def _nhwc_pool(pool, fill):
@@ -61,7 +61,7 @@ def _group_norm(x, groups, w, b, eps):
     return layer(x)
 
 
-CNN_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "max_pool2d": _nhwc_pool(tf.nn.max_pool2d, float("-inf")),
     "avg_pool2d": _nhwc_pool(tf.nn.avg_pool2d, 0.0),
     "adaptive_avg_pool2d": _adaptive_avg_pool2d,

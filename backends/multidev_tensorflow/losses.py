@@ -6,7 +6,7 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["LOSS_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 _REDUCE = {"mean": tf.math.reduce_mean, "sum": tf.math.reduce_sum, "none": lambda loss: loss}
 
@@ -25,4 +25,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}
+LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}

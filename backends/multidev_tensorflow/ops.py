@@ -21,12 +21,9 @@ from multidev.contract import (
     widening,
 )
 
-from . import cnn
-from .array_api import LOWERINGS as ARRAY_API
+from . import array_api, cnn, losses, sequence_ops
 from .dtypes import NATIVE
 from .indexing import getitem
-from .losses import LOSS_LOWERINGS
-from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
@@ -89,11 +86,7 @@ def _binary(fast, name):
 def _raw(op):
     """TensorFlow's raw op ``op`` on two operands: the kernel that ``a + b`` (``*``, ``-``) on
     TensorFlow tensors runs, without ``tf.math``'s name scope and conversions (several µs)."""
-
-    def fn(a, b):
-        return op(x=a, y=b)
-
-    return fn
+    return lambda a, b: op(x=a, y=b)
 
 
 _mm2 = _binary(tf.linalg.matmul, "matmul")
@@ -200,8 +193,8 @@ OPS = op_table(
     tf,
     tf.nn,
     tnp,
-    modules=[cnn],
-    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
+    # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
+    modules=[array_api, sequence_ops, losses, cnn],
     add=_binary(_raw(tf.raw_ops.AddV2), "add"),
     subtract=_binary(_raw(tf.raw_ops.Sub), "subtract"),
     multiply=_binary(_raw(tf.raw_ops.Mul), "multiply"),
@@ -209,7 +202,7 @@ OPS = op_table(
     floor_divide=_binary(tf.math.floordiv, "floor_divide"),
     remainder=divisor_signed(
         _binary(tf.math.floormod, "remainder"),
-        lambda r, b: ARRAY_API["copysign"](r, tf.cast(b, r.dtype)),
+        lambda r, b: array_api.LOWERINGS["copysign"](r, tf.cast(b, r.dtype)),
         lambda r: r.dtype.is_floating,
     ),
     pow=_binary(tf.math.pow, "pow"),
@@ -236,6 +229,4 @@ OPS = op_table(
     getitem=getitem,
     astype=_astype,
     copy=copy,
-    **SEQUENCE_LOWERINGS,
-    **LOSS_LOWERINGS,
 )

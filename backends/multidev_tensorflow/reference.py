@@ -9,8 +9,7 @@ import tensorflow.experimental.numpy as tnp
 
 from multidev.testing.reference import gradient_keys, native_table
 
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
@@ -83,8 +82,7 @@ OPS = native_table(
         # native interop: what TensorFlow's own tools see of net.native
         "native_parameters": lambda module: list(module.trainable_variables),
         "native_sgd_step": _native_sgd_step,
-        **SEQUENCE_OPS,
-        **CNN_OPS,
     },
     *(tf.math, tf.nn, tf),
+    modules=[sequence_reference, cnn_reference],
 )

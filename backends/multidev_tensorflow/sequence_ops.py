@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["SEQUENCE_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 
 def _layer_norm(x, w, b, eps):
@@ -16,7 +16,7 @@ def _layer_norm(x, w, b, eps):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-SEQUENCE_LOWERINGS = {
+LOWERINGS = {
     "embedding": lambda w, idx: tf.gather(w, idx),
     "one_hot": lambda idx, n: tf.one_hot(idx, n, dtype=tf.int64),
     "stop_gradient": tf.stop_gradient,

@@ -12,7 +12,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-__all__ = ["SEQUENCE_OPS"]
+__all__ = ["OPS"]
 
 
 def _swap_rz(a, H):
@@ -101,7 +101,7 @@ def _layer_norm(x, w, b, eps):
     return layer(x)
 
 
-SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "layer_norm": _layer_norm,

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch.nn.functional as F
 
-__all__ = ["CNN_OPS"]
+__all__ = ["OPS"]
 
-CNN_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "max_pool2d": lambda x, k, s, p: F.max_pool2d(x, k, s, p),
     "avg_pool2d": lambda x, k, s, p: F.avg_pool2d(x, k, s, p, count_include_pad=True),
     "adaptive_avg_pool2d": F.adaptive_avg_pool2d,

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["LOSS_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 #: torch's kernel skips the labels equal to its ``ignore_index`` (-100 by default, which must be
 #: refused like any negative label): int64's least value, which the lowering raises by one
@@ -22,4 +22,4 @@ def _cross_entropy(x, labels, reduction):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-LOSS_LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}
+LOWERINGS: dict[str, Any] = {"cross_entropy": _cross_entropy}

@@ -8,12 +8,9 @@ import torch
 
 from multidev.contract import op_table, reduction, summed_matmul
 
-from . import cnn
-from .array_api import LOWERINGS as ARRAY_API
+from . import array_api, cnn, losses, sequence_ops
 from .dtypes import NATIVE
 from .indexing import getitem
-from .losses import LOSS_LOWERINGS
-from .sequence_ops import SEQUENCE_LOWERINGS
 
 __all__ = ["OPS"]
 
@@ -44,9 +41,9 @@ def _clip(x, lo, hi):
 
 OPS = op_table(
     torch,
-    modules=[cnn],
+    # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
+    modules=[array_api, sequence_ops, losses, cnn],
     reduce=_reduction,  # sum and mean
-    **ARRAY_API,  # the Array API functions beyond the core table (array_api.py)
     matmul=_matmul,
     max=_reduction(torch.amax),  # torch.max(x, dim) also gives the indices
     min=_reduction(torch.amin),
@@ -56,6 +53,4 @@ OPS = op_table(
     astype=lambda x, dt: x.to(NATIVE[dt]),
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
-    **SEQUENCE_LOWERINGS,
-    **LOSS_LOWERINGS,
 )

@@ -4,41 +4,23 @@ suite uses (``multidev.testing.reference``)."""
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
+from multidev.testing import reference as ref
 
-from .cnn_reference import CNN_OPS
-from .sequence_reference import SEQUENCE_OPS
+from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def _t(a: np.ndarray) -> torch.Tensor:
-    arr = np.array(a)  # a writable, C-contiguous copy that torch may alias
-    if arr.dtype == _BF16:
-        return torch.from_numpy(arr.view(np.uint16)).view(torch.bfloat16)
-    return torch.from_numpy(arr)
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu()
-    if t.dtype is torch.bfloat16:
-        return t.view(torch.int16).numpy().view(_BF16)
-    return t.numpy()
-
-
-OPS = native_table(
-    _t,
-    _np,
+OPS = ref.native_table(
+    ref.bfloat16_bits(torch.from_numpy, lambda t: t.view(torch.bfloat16)),
+    ref.bfloat16_numpy(
+        lambda t: t.detach().cpu().numpy(),
+        lambda t: t.dtype is torch.bfloat16,
+        lambda t: t.view(torch.int16),
+    ),
     {
-        **SEQUENCE_OPS,
-        **CNN_OPS,
         "linear": F.linear,
         "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
         "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
@@ -46,20 +28,21 @@ OPS = native_table(
         ),
         "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
         # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
-        **gradient_keys(
-            tape_grads(torch.Tensor.requires_grad_),
+        **ref.gradient_keys(
+            ref.tape_grads(torch.Tensor.requires_grad_),
             *(F.linear, torch.relu, torch.softmax, F.mse_loss, F.cross_entropy),
         ),
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         # torch.conj only sets a lazy bit NumPy cannot read
         "conj": torch.conj_physical,
-        "native_sgd_step": eager_sgd_step(
+        "native_sgd_step": ref.eager_sgd_step(
             lambda module, lr: torch.optim.SGD(module.parameters(), lr=lr),
             torch.nn.Module.zero_grad,
             F.mse_loss,
         ),
     },
     torch,
+    modules=[sequence_reference, cnn_reference],
     reduce_keywords=("dim", "keepdim"),
 )

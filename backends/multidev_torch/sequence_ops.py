@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["SEQUENCE_LOWERINGS"]
+__all__ = ["LOWERINGS"]
 
 
 def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
@@ -22,7 +22,7 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
 
 
 #: op name -> lowering, passed to this adapter's op_table
-SEQUENCE_LOWERINGS = {
+LOWERINGS = {
     "embedding": lambda w, idx: F.embedding(idx, w),
     "one_hot": F.one_hot,
     "stop_gradient": torch.Tensor.detach,

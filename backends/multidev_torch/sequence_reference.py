@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["SEQUENCE_OPS"]
+__all__ = ["OPS"]
 
 _RNN = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM, "rnn_tanh": torch.nn.RNN}
 
@@ -74,7 +74,7 @@ def _mha(x, in_w, in_b, out_w, out_b, num_heads, key_padding_mask, attn_mask):
     return out, w
 
 
-SEQUENCE_OPS: dict[str, Callable[..., Any]] = {
+OPS: dict[str, Callable[..., Any]] = {
     "rnn_layer": _rnn_layer,
     "attention": _attention,
     "mha": _mha,

@@ -704,17 +704,20 @@ def op_table(
     **lowerings: Any,
 ) -> OpTable:
     """An adapter's op table, over the ops declared in ``multidev.op_specs.SPECS``: for each,
-    the adapter's lowering (``lowerings``, else a function of the op's name in one of the
-    adapter's lowering ``modules``), else the first of the op's ``natives`` found on the
-    framework's ``namespaces`` (a reduction's made into the ``(x, axis, keepdims)`` op by
-    ``reduce(fn)``, and taken only where ``reduce`` is given), else Python's operator
+    the adapter's lowering (``lowerings``, else the first of the adapter's lowering ``modules``
+    that has one: an entry of the module's ``LOWERINGS`` dict where it has one, else a function
+    of the op's name), else the first of the op's ``natives`` found on the framework's
+    ``namespaces`` (a reduction's made into the ``(x, axis, keepdims)`` op by ``reduce(fn)``,
+    and taken only where ``reduce`` is given), else Python's operator
     (``PythonOperatorOps``); the last two through ``wrap(fn, name)`` where given. An op found
     nowhere is absent: ``missing_members`` names it."""
+    tables = [getattr(module, "LOWERINGS", module) for module in modules]
     table = {}
     for name, spec in SPECS.items():
         fn = lowerings.get(name)
-        for module in modules:
-            fn = getattr(module, name, None) if fn is None else fn
+        for found in tables:
+            if fn is None:
+                fn = found.get(name) if isinstance(found, Mapping) else getattr(found, name, None)
         if fn is None:
             reducing = spec.args == "(x, axis, keepdims)"
             fn = None if reducing and reduce is None else find_native(namespaces, spec.natives)
@@ -724,7 +727,7 @@ def op_table(
             fn = fn if fn is None or wrap is None else wrap(fn, name)
         if fn is not None:
             table[name] = fn
-    unknown = set(lowerings) - set(SPECS)
+    unknown = set(lowerings).union(*[t for t in tables if isinstance(t, Mapping)]) - set(SPECS)
     if unknown:
         raise TypeError(
             f"Expected lowerings of ops declared in multidev.op_specs. Received: "

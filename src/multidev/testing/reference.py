@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..contract import find_native
+from ..dtypes import bfloat16
 
 __all__ = [
     *("FLOAT_KEYS", "NAMESPACE_KEYS", "REDUCTION_KEYS", "eager_sgd_step", "gradient_keys"),
-    *("native_table", "tape_grads"),
+    *("native_table", "tape_grads", "bfloat16_bits", "bfloat16_numpy"),
 ]
 
 
@@ -66,11 +67,14 @@ def native_table(
     to_numpy: Callable[[Any], np.ndarray],
     ops: Mapping[str, Callable[..., Any]],
     *namespaces: Any,
+    modules: Sequence[Any] = (),
     reduce_keywords: tuple[str, str] = ("axis", "keepdims"),
     axes: type = tuple,
 ) -> dict[str, Callable[..., Any]]:
-    """``ops`` (functions of native tensors), and the ``NAMESPACE_KEYS`` and
-    ``REDUCTION_KEYS`` that ``ops`` lacks from the first of ``namespaces`` that has them
+    """``ops`` (functions of native tensors), the entries of the ``OPS`` dicts of the
+    adapter's reference ``modules`` (``cnn_reference.py``, ``sequence_reference.py``; the first
+    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS`` and
+    ``REDUCTION_KEYS`` that all of them lack from the first of ``namespaces`` that has them
     (reductions called with the framework's ``reduce_keywords`` and the axes as ``axes``), as
     functions of NumPy arrays."""
 
@@ -102,6 +106,8 @@ def native_table(
         return op
 
     table = dict(ops)
+    for module in modules:
+        table.update((k, v) for k, v in module.OPS.items() if k not in table)
     for name, names in NAMESPACE_KEYS.items():
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
@@ -173,3 +179,37 @@ def eager_sgd_step(
         return loss
 
     return step
+
+
+def bfloat16_bits(
+    to_native: Callable[[np.ndarray], Any], as_bfloat16: Callable[[Any], Any] = lambda t: t
+) -> Callable[[Any], Any]:
+    """``to_native`` for a framework that takes no ``ml_dtypes`` arrays: each array as a
+    writable, C-contiguous copy (which the tensor may alias), a bfloat16 one as its uint16
+    bits, read back as bfloat16 by ``as_bfloat16(tensor)`` (where the framework does not do
+    it itself)."""
+
+    def convert(a: Any) -> Any:
+        arr = np.array(a)
+        if arr.dtype == bfloat16.numpy:
+            return as_bfloat16(to_native(arr.view(np.uint16)))
+        return to_native(arr)
+
+    return convert
+
+
+def bfloat16_numpy(
+    to_numpy: Callable[[Any], np.ndarray],
+    is_bfloat16: Callable[[Any], bool],
+    as_bits: Callable[[Any], Any] = lambda t: t,
+) -> Callable[[Any], np.ndarray]:
+    """``to_numpy`` for a framework whose bfloat16 tensors reach NumPy as 16-bit integer
+    bits (``as_bits(tensor)`` where it does not give them itself): those as
+    ``ml_dtypes.bfloat16`` arrays."""
+
+    def convert(t: Any) -> np.ndarray:
+        if is_bfloat16(t):
+            return to_numpy(as_bits(t)).view(bfloat16.numpy)
+        return to_numpy(t)
+
+    return convert
