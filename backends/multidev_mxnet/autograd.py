@@ -46,11 +46,8 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
 
     _md_framework_class = "gluon.HybridBlock"
     _md_reserved = frozenset(dir(gluon.HybridBlock))
-
-    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
-        super().__init__()
-        self._md_mirror(block, memo)
-        object.__setattr__(self, "_md_last_inputs", None)
+    #: (shape, dtype, context) of the inputs of the last call of the hybridized Block
+    _md_last_inputs: list | None = None
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Compile the Block's forward (``block.hybridize(active)``); Gluon's keyword
