@@ -101,17 +101,14 @@ class Backend(Jit, Autograd, AdapterBase):
     # the place paddle.get_device() names (a CUDA build with a GPU: gpu:0)
     native_default = staticmethod(_current_expected_place_)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._natives[_CPU] = paddle.CPUPlace()
-        self._places[paddle.CPUPlace()] = _CPU
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to Paddle (0 for a CPU build)."""
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def make_native_device(self, dev: Device):
+        if dev is _CPU:
+            return paddle.CPUPlace()
         if dev.type != "gpu" or dev.index >= self.num_gpus():
             return super().make_native_device(dev)
         return paddle.CUDAPlace(dev.index)
