@@ -70,15 +70,9 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     def collect_params(self, select: str | None = None) -> gluon.ParameterDict:
         """The Block's gluon Parameters by multidev name, those matching ``select`` (a regular
         expression) if given."""
-        pattern = re.compile(select) if select else None
         ret = gluon.ParameterDict()
-        ret.update(
-            {
-                name: p.native
-                for name, p in self._md_block.named_parameters()
-                if pattern is None or pattern.match(name)
-            }
-        )
+        named = self._md_block.named_parameters()
+        ret.update({n: p.native for n, p in named if not select or re.match(select, n)})
         return ret
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
