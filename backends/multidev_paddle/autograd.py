@@ -52,9 +52,4 @@ class Autograd(EagerAutograd):
 
     grad_modes = (paddle.enable_grad, paddle.no_grad)
     native_block = NativeBlock
-
-    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if loss.stop_gradient:
-            return False
-        loss.backward(grad_tensor=gradient, retain_graph=retain_graph)
-        return True
+    recorded = staticmethod(lambda loss: not loss.stop_gradient)

@@ -58,9 +58,4 @@ class Autograd(EagerAutograd):
 
     grad_modes = (partial(_GradMode, True), partial(_GradMode, False))
     native_block = NativeBlock
-
-    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if not loss.requires_grad:
-            return False
-        loss.backward(gradient, retain_graph=retain_graph)
-        return True
+    recorded = staticmethod(lambda loss: loss.requires_grad)
