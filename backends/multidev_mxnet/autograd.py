@@ -45,7 +45,6 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     ``path-symbol.json`` and ``path-0000.params``."""
 
     _md_framework_class = "gluon.HybridBlock"
-    _md_reserved = frozenset(dir(gluon.HybridBlock))
     #: (shape, dtype, context) of the inputs of the last call of the hybridized Block
     _md_last_inputs: list | None = None
 

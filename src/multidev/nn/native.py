@@ -91,12 +91,17 @@ class NativeBlockMixin:
 
     #: the framework's module class, named in the error for a reserved attribute name
     _md_framework_class = "the native module"
-    #: attribute names the framework's module class uses itself (assignment would clash)
+    #: attribute names the framework's module class (the adapter class's last base) uses
+    #: itself, where an assignment would clash; set for each adapter class
     _md_reserved: frozenset[str] = frozenset()
     #: the framework's methods that register a parameter and a child module by name (torch
     #: ``register_parameter``, ``add_module``); None: plain attributes, checked by ``_md_put``
     _md_register: tuple[str, str] | None = None
     _md_block: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._md_reserved = frozenset(dir(cls.__bases__[-1]))
 
     def __init__(self, block: Any, memo: dict[int, Any] | None = None) -> None:
         super().__init__()
