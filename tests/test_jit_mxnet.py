@@ -154,6 +154,16 @@ def test_native_hybridize_compiles():
     assert "forward" not in net.__dict__
 
 
+def test_native_collect_params_by_multidev_name():
+    net = _mlp()
+    params = net.native.collect_params()
+    assert list(params.keys()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert params["2.bias"] is net[2].bias.native
+    assert list(net.native.collect_params("2").keys()) == ["2.weight", "2.bias"]
+    assert list(net.native.collect_params(".*weight").keys()) == ["0.weight", "2.weight"]
+    assert list(net.native.collect_params("weight").keys()) == []  # matched at the start
+
+
 def test_training_step_without_blocks_warns_and_trains():
     w = nn.Parameter(md.ones(3))
     opt = md.optim.SGD([w], lr=0.1)

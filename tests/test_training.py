@@ -224,6 +224,32 @@ def test_torch_native_names_print_and_train_mode():
     assert net[1].training
 
 
+def test_native_train_and_eval_switch_every_block():
+    if BK.name not in ("torch", "paddle"):
+        pytest.skip("torch and Paddle modules have train()/eval()")
+    net = nn.Sequential(nn.Sequential(MLP(), nn.Dropout(0.5)), nn.Linear(3, 1))
+    native = net.native
+    blocks = [m for _, m in net.named_modules()]
+    assert native.eval() is native
+    assert not native.training and not any(b.training for b in blocks)
+    assert native.train() is native
+    assert native.training and all(b.training for b in blocks)
+    native.train(False)
+    assert not native.training and not any(b.training for b in blocks)
+
+
+@pytest.mark.parametrize("name", ["submodules", "collect_params", "hybridize", "name"])
+def test_native_refuses_names_the_framework_module_uses(name):
+    reserved = {"tensorflow": ("submodules", "name"), "mxnet": ("collect_params", "hybridize")}
+    if name not in reserved.get(BK.name, ()):
+        pytest.skip("a name this backend's module class does not use")
+    net = nn.Sequential()
+    setattr(net, name, nn.Linear(2, 1))
+    with pytest.raises(ValueError, match=f"'{name}' in Sequential. Rename"):
+        _ = net.native
+    assert nn.Sequential(nn.Linear(2, 1)).native is not None
+
+
 def test_native_needs_a_framework_backend():
     with md.use_backend("numpy"), pytest.raises(TypeError, match="numpy backend"):
         _ = nn.Linear(2, 1).native

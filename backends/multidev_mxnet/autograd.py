@@ -45,12 +45,8 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     ``path-symbol.json`` and ``path-0000.params``."""
 
     _md_framework_class = "gluon.HybridBlock"
-    _md_reserved = frozenset(dir(gluon.HybridBlock))
-
-    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
-        super().__init__()
-        self._md_mirror(block, memo)
-        object.__setattr__(self, "_md_last_inputs", None)
+    #: (shape, dtype, context) of the inputs of the last call of the hybridized Block
+    _md_last_inputs: list | None = None
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Compile the Block's forward (``block.hybridize(active)``); Gluon's keyword
@@ -73,15 +69,9 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
     def collect_params(self, select: str | None = None) -> gluon.ParameterDict:
         """The Block's gluon Parameters by multidev name, those matching ``select`` (a regular
         expression) if given."""
-        pattern = re.compile(select) if select else None
         ret = gluon.ParameterDict()
-        ret.update(
-            {
-                name: p.native
-                for name, p in self._md_block.named_parameters()
-                if pattern is None or pattern.match(name)
-            }
-        )
+        named = self._md_block.named_parameters()
+        ret.update({n: p.native for n, p in named if not select or re.match(select, n)})
         return ret
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:

@@ -51,12 +51,6 @@ _CPU_CONTEXT = mx.cpu(0)
 _NO_ZERO_COPY = frozenset({np.dtype("int8")})
 
 
-def _activate_numpy_semantics() -> None:
-    npx.set_np()
-    # MXSetIsNumpyShape: 1 turns NumPy shapes on for this thread, 2 for every thread
-    mx.util.set_np_shape(2)
-
-
 class Backend(Jit, Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
@@ -79,7 +73,9 @@ class Backend(Jit, Autograd, AdapterBase):
 
     def __init__(self) -> None:
         super().__init__()
-        _activate_numpy_semantics()
+        npx.set_np()
+        # MXSetIsNumpyShape: 1 turns NumPy shapes on for this thread, 2 for every thread
+        mx.util.set_np_shape(2)
         self.cpu_count = env_count(CPU_DEVICES_ENV, 2, "MXNet CPU contexts multidev offers")
 
     # devices ---------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from mxnet import np as mnp
 
-from multidev.indexing import bool_mask_ndim, checked_key
+from multidev.indexing import bool_mask_ndim, checked_key, key_items
 
 from .fill import exact_float64, full
 
@@ -27,8 +27,7 @@ def like(x, value):
 
 def _only_new_axes(key) -> bool:
     """Whether ``key`` only adds axes (None, Ellipsis, ()): all a 0-d array can take."""
-    items = key if type(key) is tuple else (key,)
-    return all(k is None or k is Ellipsis for k in items)
+    return all(k is None or k is Ellipsis for k in key_items(key))
 
 
 def _has_array(key) -> bool:
@@ -53,8 +52,7 @@ def getitem(x, key):
     except IndexError:
         if x.ndim != 0 or not _only_new_axes(key):
             raise
-    items = key if type(key) is tuple else (key,)
-    return x.reshape((1,) * sum(k is None for k in items))
+    return x.reshape((1,) * sum(k is None for k in key_items(key)))
 
 
 def _index(k, size: int):

@@ -14,7 +14,7 @@ from typing import Any
 import paddle
 
 from multidev.contract import EagerAutograd
-from multidev.nn.native import NativeBlockMixin
+from multidev.nn.native import NativeBlockMixin, TrainModeMixin
 
 from .jit import as_ast, positional, static_call, static_signature
 
@@ -22,7 +22,7 @@ __all__ = ["Autograd", "NativeBlock"]
 
 
 @paddle.jit.marker.unified
-class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
+class NativeBlock(TrainModeMixin, NativeBlockMixin, paddle.nn.Layer):
     """A ``paddle.nn.Layer`` view of a multidev Block: the same sub-block tree and names, the
     Block's own Paddle parameters (no copies); ``forward`` runs the Block on Paddle tensors.
     ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
@@ -30,8 +30,7 @@ class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
     _md_register = ("add_parameter", "add_sublayer")
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
-        super().__init__()
-        self._md_mirror(block, memo)
+        super().__init__(block, memo)
         names = static_signature(block.forward)
         if names is not None:  # to_static reads the parameter names of forward
             bound = types.MethodType(positional(NativeBlock.forward, ["self", *names]), self)
@@ -47,25 +46,10 @@ class NativeBlock(NativeBlockMixin, paddle.nn.Layer):
             return NativeBlockMixin.forward(self, *args, **kwargs)
         return static_call(self._md_block, args, kwargs)
 
-    def train(self, mode: bool = True) -> NativeBlock:
-        super().train(mode)
-        self._md_block.train(mode)
-        return self
-
-    def eval(self) -> NativeBlock:
-        super().eval()
-        self._md_block.train(False)
-        return self
-
 
 class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on Paddle."""
 
     grad_modes = (paddle.enable_grad, paddle.no_grad)
     native_block = NativeBlock
-
-    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if loss.stop_gradient:
-            return False
-        loss.backward(grad_tensor=gradient, retain_graph=retain_graph)
-        return True
+    recorded = staticmethod(lambda loss: not loss.stop_gradient)

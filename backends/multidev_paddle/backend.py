@@ -32,6 +32,7 @@ from paddle.utils import dlpack as _dlpack
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits
 from multidev.device import Device
+from multidev.indexing import bool_mask_ndim, key_items
 
 from .autograd import Autograd
 from .dtypes import dtype_name, md_dtype
@@ -43,6 +44,7 @@ __all__ = ["Backend"]
 _CPU = Device("cpu", 0)
 _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
+_mask_ndim = bool_mask_ndim((paddle.Tensor, EagerParamBase, paddle.pir.Value), paddle.bool)
 #: dtypes Paddle has no CPU kernel for ``add`` in
 _NO_CPU_ADD = frozenset({paddle.float16, _BF16})
 #: dtypes ``add_scaled_`` updates with Paddle's fused ``sgd_`` kernel
@@ -101,17 +103,14 @@ class Backend(Jit, Autograd, AdapterBase):
     # the place paddle.get_device() names (a CUDA build with a GPU: gpu:0)
     native_default = staticmethod(_current_expected_place_)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._natives[_CPU] = paddle.CPUPlace()
-        self._places[paddle.CPUPlace()] = _CPU
-
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
         """CUDA GPUs visible to Paddle (0 for a CPU build)."""
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def make_native_device(self, dev: Device):
+        if dev is _CPU:
+            return paddle.CPUPlace()
         if dev.type != "gpu" or dev.index >= self.num_gpus():
             return super().make_native_device(dev)
         return paddle.CUDAPlace(dev.index)
@@ -187,12 +186,8 @@ class Backend(Jit, Autograd, AdapterBase):
         Inside a to_static trace a program value cannot change: the written value is a new
         one, which Paddle's ``__setitem__`` returns (``x[key] = value`` would drop it)."""
         key = native_key(key)
-        whole = key is Ellipsis or (isinstance(key, tuple) and all(k is Ellipsis for k in key))
-        mask = (
-            isinstance(key, (*self.tensor_types, paddle.pir.Value))
-            and key.dtype == paddle.bool
-            and key.ndim == 0
-        )
+        whole = all(k is Ellipsis for k in key_items(key))
+        mask = _mask_ndim(key) == 0
         if isinstance(x, paddle.pir.Value):
             if x.ndim == 0 and (whole or mask):
                 if isinstance(value, (paddle.pir.Value, *self.tensor_types)):

@@ -62,10 +62,9 @@ class NativeBlock(NativeBlockMixin, tf.Module):
     the Block's names (no copies); calling it runs the Block on TensorFlow tensors."""
 
     _md_framework_class = "tf.Module"
-    _md_reserved = frozenset(dir(tf.Module))
 
     def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
-        super().__init__(name=type(block).__name__.lower())
+        tf.Module.__init__(self, name=type(block).__name__.lower())
         self._md_mirror(block, memo)
 
     __call__ = NativeBlockMixin.forward

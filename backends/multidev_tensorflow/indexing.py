@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from multidev.indexing import Gather, checked_key, gather, is_full
+from multidev.indexing import Gather, checked_key, gather, is_full, key_items
 
 __all__ = ["getitem", "setitem"]
 
@@ -81,12 +81,11 @@ def _reason(e: tf.errors.OpError) -> str:
 
 
 def _describe(key) -> str:
-    keys = key if type(key) is tuple else (key,)
     parts = [
         f"tensor(shape={tuple(k.shape)}, dtype={k.dtype.name})"
         if isinstance(k, _TENSORS)
         else repr(k)
-        for k in keys
+        for k in key_items(key)
     ]
     return "[" + ", ".join(parts) + "]"
 
@@ -170,10 +169,9 @@ def setitem(x, key, value):
         v = _value(x, value)
         if not isinstance(x, tf.Variable):
             return _replace(x, key, v)
-        keys = key if type(key) is tuple else (key,)
         if is_full(key):
             x.assign(_broadcast(v, x.shape.as_list()))
-        elif not _needs_advanced(keys):
+        elif not _needs_advanced(key_items(key)):
             part = x[key]
             part.assign(_broadcast(v, part.shape.as_list()))
         else:

@@ -9,32 +9,23 @@ and ``backward`` is ``torch.autograd.backward``: gradients accumulate in each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import torch
 
 from multidev.contract import EagerAutograd
-from multidev.nn.native import NativeBlockMixin
+from multidev.nn.native import NativeBlockMixin, TrainModeMixin
 
 __all__ = ["Autograd", "NativeBlock"]
 
 
-class NativeBlock(NativeBlockMixin, torch.nn.Module):
+class NativeBlock(TrainModeMixin, NativeBlockMixin, torch.nn.Module):
     """A ``torch.nn.Module`` view of a multidev Block: the same sub-block tree and names, the
     Block's own ``torch.nn.Parameter`` objects (no copies); ``forward`` runs the Block on torch
     tensors. ``train()``/``eval()`` switch the Block's mode too (``Dropout``)."""
 
     _md_register = ("register_parameter", "add_module")
-
-    def __init__(self, block: Any, memo: dict[int, NativeBlock] | None = None) -> None:
-        super().__init__()
-        self._md_mirror(block, memo)
-
-    def train(self, mode: bool = True) -> NativeBlock:
-        super().train(mode)
-        self._md_block.training = mode
-        return self
 
     def _get_name(self) -> str:
         return type(self._md_block).__name__
@@ -65,17 +56,6 @@ class _GradMode:
 class Autograd(EagerAutograd):
     """The ``contract.Autograd`` primitives on PyTorch."""
 
-    grad_modes = (torch.enable_grad, torch.no_grad)
+    grad_modes = (partial(_GradMode, True), partial(_GradMode, False))
     native_block = NativeBlock
-
-    def record(self) -> _GradMode:
-        return _GradMode(True)
-
-    def no_grad(self, recordings: Sequence[Any]) -> _GradMode:
-        return _GradMode(False)
-
-    def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
-        if not loss.requires_grad:
-            return False
-        loss.backward(gradient, retain_graph=retain_graph)
-        return True
+    recorded = staticmethod(lambda loss: loss.requires_grad)

@@ -46,11 +46,6 @@ class Backend(Jit, Autograd, AdapterBase):
     move_hint = "Move it first, e.g. with tensor.to('cpu')."
     native_default = staticmethod(torch.get_default_device)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._natives[_CPU] = torch.device("cpu")
-        self._places.update({torch.device("cpu"): _CPU, torch.device("cpu", 0): _CPU})
-
     # devices ---------------------------------------------------------------
     # CUDA GPUs visible to PyTorch (NVML-based: CUDA stays uninitialised); not
     # torch.cuda.is_available(): without PYTORCH_NVML_BASED_CUDA_CHECK=1 it initialises the
@@ -66,12 +61,14 @@ class Backend(Jit, Autograd, AdapterBase):
         return super().default_device()
 
     def make_native_device(self, dev: Device) -> torch.device:
-        if dev.type != "gpu":
-            raise DeviceError(
-                f"Expected cpu or a gpu:i device for the torch backend. Received: {dev}. "
-                "PyTorch has a single CPU device: use md.cpu()."
-            )
-        return torch.device("cuda", dev.index)
+        if dev.type == "gpu":
+            return torch.device("cuda", dev.index)
+        if dev is _CPU:
+            return torch.device("cpu")
+        raise DeviceError(
+            f"Expected cpu or a gpu:i device for the torch backend. Received: {dev}. "
+            "PyTorch has a single CPU device: use md.cpu()."
+        )
 
     def parse_native_device(self, obj: Any) -> Device | None:
         if not isinstance(obj, torch.device):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from multidev.contract import key_axes
-from multidev.indexing import bool_mask_ndim
+from multidev.indexing import bool_mask_ndim, key_items
 
 __all__ = ["getitem", "write"]
 
@@ -14,9 +14,9 @@ _INDEX_DTYPES = frozenset({torch.int64, torch.int32, torch.bool})
 _mask_ndim = bool_mask_ndim(torch.Tensor, torch.bool)
 
 
-def _plain_key(items: tuple) -> bool:
-    """Whether PyTorch indexes with these items exactly as NumPy does."""
-    for k in items:
+def _plain_key(key) -> bool:
+    """Whether PyTorch indexes with ``key`` exactly as NumPy does."""
+    for k in key if type(key) is tuple else (key,):
         if type(k) is slice:
             if k.step is not None and k.step < 0:
                 return False
@@ -25,11 +25,11 @@ def _plain_key(items: tuple) -> bool:
     return True
 
 
-def _positive_steps(x, items: tuple):
-    """``x`` flipped and the key rewritten so that every slice has a positive step and every
+def _positive_steps(x, key):
+    """``x`` flipped and ``key`` rewritten so that every slice has a positive step and every
     index tensor is int64 (NumPy reads uint8 arrays as integer indices, PyTorch as masks)."""
     out, flips = [], []
-    for k, dim in key_axes(items, x.dim(), _mask_ndim):
+    for k, dim in key_axes(key_items(key), x.dim(), _mask_ndim):
         if type(k) is slice and k.step is not None and k.step < 0:
             size = x.shape[dim]
             r = range(*k.indices(size))
@@ -45,16 +45,14 @@ def _positive_steps(x, items: tuple):
 
 
 def getitem(x, key):
-    items = key if type(key) is tuple else (key,)
-    if _plain_key(items):
+    if _plain_key(key):
         return x[key]
-    x, items = _positive_steps(x, items)
+    x, items = _positive_steps(x, key)
     return x[items]
 
 
 def write(x, key, value) -> None:
-    items = key if type(key) is tuple else (key,)
-    if _plain_key(items):
+    if _plain_key(key):
         x[key] = value
         return
     # PyTorch has no negative strides (and reads uint8 index arrays as masks): select the

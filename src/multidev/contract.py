@@ -652,11 +652,12 @@ class AdapterBase:
 class EagerAutograd:
     """The ``Autograd`` primitives of a framework that records eagerly and keeps a variable's
     gradient in ``var.grad`` (PyTorch, Paddle). The adapter names its grad-mode context
-    managers (``grad_modes = (enable_grad, no_grad)``) and its native module class, and
-    writes ``backward``."""
+    managers (``grad_modes = (enable_grad, no_grad)``), its native module class, and how a
+    tensor says that it was recorded (``recorded(loss)``: torch's ``requires_grad``)."""
 
     grad_modes: ClassVar[tuple[Callable[[], AbstractContextManager], ...]]
     native_block: ClassVar[type]
+    recorded: ClassVar[Callable[..., bool]]
 
     def record(self) -> AbstractContextManager:
         return self.grad_modes[0]()
@@ -676,6 +677,14 @@ class EagerAutograd:
     def detach(self, x: Any) -> Any:
         """The same storage outside autograd recording (what ``p.data`` wraps)."""
         return x.detach()
+
+    def backward(self, loss: Any, gradient: Any, recording: Any, retain_graph: bool) -> bool:
+        """The framework's own backward of ``loss`` (gradients add up in ``var.grad``); False
+        for a loss that was not recorded."""
+        if not self.recorded(loss):
+            return False
+        loss.backward(gradient, retain_graph=retain_graph)
+        return True
 
 
 def env_count(name: str, default: int, what: str) -> int:

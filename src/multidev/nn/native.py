@@ -14,7 +14,15 @@ from .. import registry
 from ..dispatch import new_tensor as _new_tensor
 from ..tensors import Tensor
 
-__all__ = ["NativeBlockMixin", "adapter_of", "call", "call_native", "mirror", "native_module"]
+__all__ = [
+    "NativeBlockMixin",
+    "TrainModeMixin",
+    "adapter_of",
+    "call",
+    "call_native",
+    "mirror",
+    "native_module",
+]
 
 
 def adapter_of(block: Any) -> Any:
@@ -77,18 +85,27 @@ def mirror(native: Any, block: Any, memo: dict[int, Any] | None) -> tuple[list, 
 class NativeBlockMixin:
     """What every adapter's native module class shares; the adapter subclasses it together
     with the framework's module class and says how that class registers parameters and
-    children. ``_md_mirror(block, memo)`` (called from ``__init__`` after the framework's
-    own) registers the Block's own variables and a native module per child; ``forward``
-    runs the Block on native tensors."""
+    children. ``__init__(block, memo)`` runs the framework class's ``__init__()``, then
+    ``_md_mirror(block, memo)``, which registers the Block's own variables and a native
+    module per child; ``forward`` runs the Block on native tensors."""
 
     #: the framework's module class, named in the error for a reserved attribute name
     _md_framework_class = "the native module"
-    #: attribute names the framework's module class uses itself (assignment would clash)
+    #: attribute names the framework's module class (the adapter class's last base) uses
+    #: itself, where an assignment would clash; set for each adapter class
     _md_reserved: frozenset[str] = frozenset()
     #: the framework's methods that register a parameter and a child module by name (torch
     #: ``register_parameter``, ``add_module``); None: plain attributes, checked by ``_md_put``
     _md_register: tuple[str, str] | None = None
     _md_block: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._md_reserved = frozenset(dir(cls.__bases__[-1]))
+
+    def __init__(self, block: Any, memo: dict[int, Any] | None = None) -> None:
+        super().__init__()
+        self._md_mirror(block, memo)
 
     def _md_mirror(self, block: Any, memo: dict[int, Any] | None) -> None:
         object.__setattr__(self, "_md_block", block)
@@ -123,6 +140,22 @@ class NativeBlockMixin:
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the Block on native tensors; native tensors out."""
         return call(self._md_block, args, kwargs)
+
+
+class TrainModeMixin:
+    """``train()``/``eval()`` for a native module class whose framework class has them (torch
+    ``nn.Module``, ``paddle.nn.Layer``): the framework's mode, then the Block's (``Dropout``).
+    Placed before ``NativeBlockMixin`` in the adapter's bases."""
+
+    _md_block: Any
+
+    def train(self, mode: bool = True) -> Any:
+        super().train(mode)  # type: ignore[misc]
+        self._md_block.train(mode)
+        return self
+
+    def eval(self) -> Any:
+        return self.train(False)
 
 
 def _wrap(bk: Any, x: Any) -> Any:
