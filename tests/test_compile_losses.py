@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from multidev import registry
+
 BENCH = Path(__file__).parents[1] / "benchmarks"
 
 
@@ -88,3 +90,23 @@ def test_time_all_keeps_the_first_three_losses_and_the_table_marks_a_difference(
     marked = [line for line in table if "**no**: step 2 loss 1.01" in line]
     assert len(marked) == 1 and "| torch eager |" in marked[0]
     assert sum(line.endswith("| yes |") for line in table) == 2
+
+
+@pytest.mark.parametrize("case", ["mlp_small", "lenet_step"])
+def test_multidev_and_the_framework_eager_agree_on_the_first_three_losses(bench, monkeypatch, case):
+    backend = registry.current().name
+    if backend not in bench.EAGER:
+        pytest.skip(f"compile.py has no native side on {backend}")
+    monkeypatch.setattr(bench, "ROUNDS", 1)
+    monkeypatch.setitem(bench.CASES, "mlp_small", (16, 4))  # tiny
+    if case in bench.CASES:
+        md_side = bench.md_steps(*bench.CASES[case])
+        native = bench.NATIVE[backend](*bench.CASES[case])
+    else:
+        md_side, native = bench.md_cnn_steps(case), bench.native_cnn_steps(backend, case)
+    sides = {k: md_side[k] for k in [bench.LOSS_REFERENCE]}
+    sides[bench.EAGER[backend]] = native[bench.EAGER[backend]]
+    timed = bench._time_all(sides, bench._value, 1e-9)
+    losses = {k: r["losses"] for k, r in timed.items()}
+    assert len(losses) == 2 and losses[bench.LOSS_REFERENCE][0] != losses[bench.LOSS_REFERENCE][2]
+    assert bench.check_losses(case, losses) == {k: "" for k in losses}, losses
