@@ -26,9 +26,11 @@ the gradients and the update. ResNet-18 in float32 has a looser bound after its 
 a few of its pre-ReLU values at initialisation lie within float32 rounding of zero (the
 smallest, 3e-7, in the last block of the third stage), so which side of the ReLU each
 framework's summation order lands them on changes its first gradients by 3e-3 (relative),
-which two steps of SGD at lr 0.01 grow to 0.7% in the third loss. In float64 every side
-agrees to 1e-9 after three steps and multidev's weights and running statistics equal
-torch's to 1e-14.
+which two steps of SGD at lr 0.01 grow to 0.7% in the third loss. In float64 the eager
+steps of multidev (on torch and on TensorFlow), torch, TensorFlow and Keras on TensorFlow
+give the same four losses to 1e-9, and multidev's weights and running statistics after three
+steps equal torch's to 1e-14 (Keras 3.15 on torch runs BatchNormalization in float32 even on
+float64 inputs, so it cannot take part); ``loss_steps.py`` prints these losses.
 """
 
 from __future__ import annotations
