@@ -17,6 +17,20 @@ Run it with ``MULTIDEV_BACKEND=torch python benchmarks/compile.py`` (one backend
 one CPU thread, TensorFlow's included); it writes ``benchmarks/results/compile_<backend>.{json,md}``.
 Times are medians over ``BENCH_ROUNDS`` (7) rounds that take turns between the sides, after
 warm-up calls that include compilation: wall-clock and CPU time of the process per step.
+
+Every side starts from the same weights and its three warm-up calls are its first three steps:
+their losses are compared with multidev eager's losses of the same steps (``check_losses``),
+and the table marks a side whose loss differs by more than ``LOSS_RTOL`` (relative) of its
+case and step. The first loss (same weights on every side) checks the forward; the later ones
+the gradients and the update. ResNet-18 in float32 has a looser bound after its first update:
+a few of its pre-ReLU values at initialisation lie within float32 rounding of zero (the
+smallest, 3e-7, in the last block of the third stage), so which side of the ReLU each
+framework's summation order lands them on changes its first gradients by 3e-3 (relative),
+which two steps of SGD at lr 0.01 grow to 0.7% in the third loss. In float64 the eager
+steps of multidev (on torch and on TensorFlow), torch, TensorFlow and Keras on TensorFlow
+give the same four losses to 1e-9, and multidev's weights and running statistics after three
+steps equal torch's to 1e-14 (Keras 3.15 on torch runs BatchNormalization in float32 even on
+float64 inputs, so it cannot take part); ``loss_steps.py`` prints these losses.
 """
 
 from __future__ import annotations
@@ -42,6 +56,12 @@ CNN_CASES: dict[str, tuple[Callable[[Any], Any], int, int]] = {
 }
 ALL_CASES = [*CASES, *CNN_CASES]
 LR = 1e-3
+#: the largest relative difference allowed between a side's loss and multidev eager's at each
+#: of the first three steps (the module docstring says why ResNet-18's later steps differ more)
+LOSS_RTOL: dict[str, tuple[float, ...]] = {"resnet18_step": (1e-5, 1e-3, 3e-2)}
+DEFAULT_LOSS_RTOL = (1e-5, 1e-4, 1e-4)
+#: the side every other side's losses are compared with
+LOSS_REFERENCE = "multidev eager"
 RESULTS = Path(__file__).parent / "results"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 
@@ -400,9 +420,8 @@ def _time_all(
     number: dict[str, int] = {}
     for label, fn in sides.items():
         try:
-            for _ in range(3):
-                last = fn()
-            out[label] = {"loss": float(finish(last)), "wall": [], "cpu": []}
+            losses = [finish(fn()) for _ in range(len(DEFAULT_LOSS_RTOL))]
+            out[label] = {"losses": losses, "wall": [], "cpu": []}
             start = time.perf_counter()
             fn()
             one = max(time.perf_counter() - start, 1e-6)
@@ -423,6 +442,28 @@ def _time_all(
         if "wall" in r:
             r["wall"] = statistics.median(r.pop("wall"))
             r["cpu"] = statistics.median(r.pop("cpu"))
+    return out
+
+
+def check_losses(case: str, losses: dict[str, list[float]]) -> dict[str, str]:
+    """Per side, ``""`` when each of its losses is within ``LOSS_RTOL`` of the case (relative)
+    of ``LOSS_REFERENCE``'s loss of the same step; else what differs. Every side is checked
+    against the reference when it ran; without it, nothing is checked."""
+    ref = losses.get(LOSS_REFERENCE)
+    if ref is None:
+        return {label: "" for label in losses}
+    rtol = LOSS_RTOL.get(case, DEFAULT_LOSS_RTOL)
+    out = {}
+    for label, mine in losses.items():
+        problems = []
+        for step, (a, b, tol) in enumerate(zip(mine, ref, rtol, strict=True), 1):
+            rel = abs(a - b) / max(abs(b), 1e-30)
+            if not rel <= tol:  # NaN fails too
+                problems.append(
+                    f"step {step} loss {a:.6g} differs from {LOSS_REFERENCE}'s {b:.6g} by "
+                    f"{rel:.1e} relative (> {tol:.0e})"
+                )
+        out[label] = "; ".join(problems)
     return out
 
 
@@ -484,6 +525,7 @@ def main() -> int:
             warnings.simplefilter("always")
             timed = _time_all(sides, _value, budget)
         notes += sorted({str(w.message) for w in caught if "JitWarning" in w.category.__name__})
+        checks = check_losses(case, {k: r["losses"] for k, r in timed.items() if "losses" in r})
         for label, r in timed.items():
             if "error" in r:
                 rows.append({"case": case, "side": label, "error": r["error"]})
@@ -495,13 +537,16 @@ def main() -> int:
                     "side": label,
                     "us_per_step": r["wall"] * 1e6,
                     "cpu_us_per_step": r["cpu"] * 1e6,
-                    "first_loss": r["loss"],
+                    "losses": r["losses"],
+                    "loss_check": checks[label],
                 }
             )
             print(
                 f"{case:10s} {label:40s} {r['wall'] * 1e6:12.1f} us  cpu {r['cpu'] * 1e6:12.1f} us",
                 flush=True,
             )
+            if checks[label]:
+                print(f"{case:10s} {label:40s} LOSS DIFFERS: {checks[label]}", flush=True)
         rows.append(
             {
                 "case": case,
@@ -544,8 +589,9 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
         f"{', '.join(meta.get('cases', CASES))}; load average at the start: {start}; at the "
         f"end: {end}, on {meta['cpus']} CPUs.",
         "",
-        f"| case | side | µs/step | CPU µs/step | × {COMPILED[backend]} | × (CPU) |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| case | side | µs/step | CPU µs/step | × {COMPILED[backend]} | × (CPU) "
+        "| loss, steps 1-3 | same loss |",
+        "|---|---|---:|---:|---:|---:|---|---|",
     ]
     present = {r.get("case") for r in rows}
     for case in [c for c in ALL_CASES if c in present]:
@@ -563,7 +609,7 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
             if r.get("case") != case or "side" not in r:
                 continue
             if "error" in r:
-                lines.append(f"| {case} | {r['side']} | failed: {r['error']} | | | |")
+                lines.append(f"| {case} | {r['side']} | failed: {r['error']} | | | | | |")
                 continue
             wall, cpu = r["us_per_step"], r["cpu_us_per_step"]
             ratios = (
@@ -571,9 +617,26 @@ def _table(backend: str, meta: dict, rows: list[dict]) -> str:
                 if base
                 else ("", "")
             )
+            losses = ", ".join(f"{x:.6g}" for x in r.get("losses", []))
+            check = r.get("loss_check")
+            same = "" if check is None else f"**no**: {check}" if check else "yes"
             lines.append(
-                f"| {case} | {r['side']} | {wall:.0f} | {cpu:.0f} | {ratios[0]} | {ratios[1]} |"
+                f"| {case} | {r['side']} | {wall:.0f} | {cpu:.0f} | {ratios[0]} | {ratios[1]} "
+                f"| {losses} | {same} |"
             )
+    lines += [
+        "",
+        f"Same loss: each of the side's first three losses (every side starts from the same "
+        f"weights) within the case's bound of {LOSS_REFERENCE}'s loss of the same step, "
+        "relative: "
+        + "; ".join(
+            f"{c} {', '.join(f'{t:.0e}' for t in LOSS_RTOL.get(c, DEFAULT_LOSS_RTOL))}"
+            for c in ALL_CASES
+            if c in present
+        )
+        + " (benchmarks/compile.py's docstring says why ResNet-18's bounds are looser after "
+        "its first update).",
+    ]
     runs = [
         f"- {r['case']}: started {r['started']}, load average "
         + "; ".join(", ".join(f"{x:.1f}" for x in r[k]) for k in ("load_start", "load_end"))
