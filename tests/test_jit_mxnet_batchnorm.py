@@ -4,6 +4,7 @@ same losses, parameters and buffers as the eager step."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -109,8 +110,39 @@ def test_jitted_step_compiles_the_forward():
         warnings.simplefilter("error", md.JitWarning)
         with md.autograd.record():
             out = md.jit(forward)(X)
-    import json
-
     graph = json.loads(mx.autograd.get_symbol(out.native).tojson())
     assert [n["op"] for n in graph["nodes"] if n["op"] != "null"] == ["_CachedOp"]
     assert int(net[1].num_batches_tracked.item()) == 1
+
+
+def test_jitted_and_eager_steps_interleave():
+    """Buffers written by the graph take eager in-place updates after it (and the other way
+    round): alternating steps equal eager steps throughout."""
+
+    def train(mixed: bool):
+        net = _net()
+        opt = md.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(X, y):
+            with md.autograd.record():
+                loss = F.cross_entropy(net(X), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        jitted = md.jit(step)
+        rng = np.random.default_rng(0)
+        for i in range(6):
+            X = md.asarray(rng.standard_normal((6, 3, 8, 8)).astype(np.float32))
+            y = md.asarray(rng.integers(0, 5, 6))
+            (jitted if mixed and i % 2 == 0 else step)(X, y)
+        return {k: v.numpy() for k, v in net.state_dict().items()}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", md.JitWarning)
+        got = train(mixed=True)
+    want = train(mixed=False)
+    assert int(got["1.num_batches_tracked"]) == 6
+    for k, v in want.items():
+        np.testing.assert_allclose(got[k], v, rtol=RTOL, atol=ATOL, err_msg=k)

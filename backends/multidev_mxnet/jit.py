@@ -200,7 +200,9 @@ class _Graph:
             return out
         n = len(out) - len(self.writes)
         for (m, key), new in zip(self.writes, out[n:], strict=True):
-            m._buffers[key]._native = new.detach()
+            buffer = m._buffers.get(key)
+            if buffer is not None:  # (one set to None since: nothing to hold the value)
+                buffer._native = new.detach()
         return out[:n]
 
 
