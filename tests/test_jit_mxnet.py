@@ -118,25 +118,49 @@ def test_control_flow_on_values_runs_eagerly_with_one_warning():
     assert len(found) == 1 and "reads tensor values" in found[0], found
 
 
-def test_batchnorm_eval_compiles_and_train_runs_eagerly():
+def test_batchnorm_compiles_in_training_and_eval():
+    """In training mode the running statistics and the batch counter are outputs of the
+    graph, written into the same buffer tensors (int64 counter kept)."""
     md.manual_seed(0)
-    bn = nn.BatchNorm1d(4)
+    bn, eager = nn.BatchNorm1d(4), nn.BatchNorm1d(4)
+    tracked = bn.num_batches_tracked
     X = _x(8)
-    bn.train()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        md.jit(lambda X: bn(X))(X)
-    found = _jit_warnings(caught)
-    assert len(found) == 1 and ("buffer" in found[0] or "in place" in found[0]), found
-    assert not np.allclose(bn.running_mean.numpy(), 0.0)  # the eager run updated them
-    assert int(bn.num_batches_tracked.item()) == 1  # once: the failed trace left no trace
+    fwd = md.jit(lambda X: bn(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", md.JitWarning)
+        for seed in range(3):
+            X = _x(8, seed)
+            with md.autograd.record():
+                out = fwd(X)
+            assert _ops(out) == ["_CachedOp"]
+            np.testing.assert_allclose(out.numpy(), eager(X).numpy(), rtol=RTOL, atol=ATOL)
+    assert bn.num_batches_tracked is tracked
+    assert bn.num_batches_tracked.dtype == md.int64
+    assert int(bn.num_batches_tracked.item()) == 3
+    for name in ("running_mean", "running_var"):
+        got, want = getattr(bn, name).numpy(), getattr(eager, name).numpy()
+        assert not np.allclose(got, 0.0 if name == "running_mean" else 1.0)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=name)
     bn.eval()
+    eager.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("error", md.JitWarning)
         with md.autograd.record():
             out = md.jit(lambda X: bn(X))(X)
     assert _ops(out) == ["_CachedOp"]
-    np.testing.assert_allclose(out.numpy(), bn(X).numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(out.numpy(), eager(X).numpy(), rtol=RTOL, atol=ATOL)
+    assert int(bn.num_batches_tracked.item()) == 3  # eval leaves the statistics
+
+
+def test_cumulative_batchnorm_runs_eagerly():
+    """momentum=None reads the batch count back to Python: that cannot be a graph."""
+    bn = nn.BatchNorm1d(4, momentum=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        md.jit(lambda X: bn(X))(_x(8))
+    found = _jit_warnings(caught)
+    assert len(found) == 1 and "reads tensor values" in found[0], found
+    assert int(bn.num_batches_tracked.item()) == 1  # once: the failed trace left no trace
 
 
 def test_native_hybridize_compiles():

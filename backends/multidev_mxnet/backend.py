@@ -33,13 +33,13 @@ from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits, env_count
 from multidev.device import Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
-from multidev.tracing import untraceable
+from multidev.tracing import tracing, untraceable
 
 from . import fill, updates
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES
 from .indexing import setitem
-from .jit import READS_VALUES, WRITES_IN_PLACE, Jit
+from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, traced_write
 from .ops import FLOATS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
@@ -140,6 +140,8 @@ class Backend(Jit, Autograd, AdapterBase):
         return super().full(shape, value, dt, dev)
 
     def setitem(self, x, key, value):
+        if tracing() and (new := traced_write(x, key, value)) is not None:
+            return new  # a buffer written whole: the graph's new value (jit.traced_write)
         untraceable(WRITES_IN_PLACE)
         return setitem(x, key, value)
 

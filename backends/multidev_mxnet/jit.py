@@ -17,9 +17,14 @@ current buffers.
   the forward of every Block it reaches runs as a ``CachedOp``, and ``backward`` and the
   optimiser step run as they are (the gradients go through the graph into the parameters'
   own gradient buffers);
+- a buffer written in place by the trace (BatchNorm's running statistics and batch counter
+  in training mode, written whole: ``buf[...] = value``, ``buf += 1``) is an extra output of
+  the graph: the trace records the write as the new value, and each run of the graph hands
+  the buffer its new array (the buffer stays the same tensor, as an in-place write leaves
+  it);
 - what a graph cannot hold (reading values back to Python, multidev's random generator,
-  writing into a tensor in place, replacing a buffer, a tensor made outside the recorded
-  operations) stops the trace: that function or block runs eagerly, with one
+  writing into another tensor in place, replacing a buffer, a tensor made outside the
+  recorded operations) stops the trace: that function or block runs eagerly, with one
   ``md.JitWarning`` per jitted function saying why.
 
 A new trace is checked once against the values it traced before the graph is used.
@@ -27,12 +32,14 @@ A new trace is checked once against the values it traced before the graph is use
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import mxnet as mx
 import numpy as np
+from mxnet import np as mnp
 from mxnet import npx
 
 from multidev.autograd import keep_last_recording
@@ -41,7 +48,7 @@ from multidev.jit import build, captured, flatten, hashable
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
 
-__all__ = ["READS_VALUES", "STEP", "WRITES_IN_PLACE", "Jit"]
+__all__ = ["READS_VALUES", "STEP", "WRITES_IN_PLACE", "Jit", "trace_input", "traced_write"]
 
 #: the reason a whole-function trace stops at ``backward``: a training step
 STEP = "it calls backward (a training step: its blocks' forwards are compiled instead)"
@@ -56,12 +63,20 @@ _STEP_MODE = "step"
 _EAGER = "eager"
 
 
+#: the trace running in this thread (``trace_input`` and ``traced_write`` reach it)
+_active = threading.local()
+
+
 class _Trace:
     """The autograd variables of a trace, by name: where each graph input comes from."""
 
     def __init__(self) -> None:
         self.sources: dict[str, tuple] = {}
         self.swapped: list[tuple[Tensor, Any]] = []
+        #: the arrays the trace may write whole (its buffers' marked copies and the values
+        #: written into them), by id; and the arrays that ``trace_input`` marked, by id
+        self.writable: dict[int, Any] = {}
+        self.inputs: dict[int, Any] = {}
 
     def mark(self, native: Any) -> tuple[Any, str]:
         """A copy of ``native`` marked as an autograd variable, and its name in the graph."""
@@ -81,6 +96,49 @@ class _Trace:
             t._native = native
 
 
+def trace_input(native: Any) -> Any:
+    """Inside a trace, ``native`` as an input of the graph (each run passes that very array:
+    an operator may write it, as BatchNorm's backward writes its moving statistics); outside
+    one, ``native`` itself."""
+    trace = getattr(_active, "trace", None)
+    if trace is None:
+        return native
+    entry = trace.inputs.get(id(native))
+    if entry is None:
+        copy, name = trace.mark(native)
+        trace.sources[name] = ("n", native)
+        entry = trace.inputs[id(native)] = (native, copy)
+    return entry[1]
+
+
+def _whole(key: Any, ndim: int) -> bool:
+    """Whether ``x[key]`` is all of an ``ndim``-dimensional x."""
+    parts = key if isinstance(key, tuple) else (key,)
+    full = slice(None)
+    return all(k is Ellipsis or k == full for k in parts) and (
+        Ellipsis in parts or len(parts) == ndim
+    )
+
+
+def traced_write(x: Any, key: Any, value: Any) -> Any:
+    """Inside a trace, the value of buffer ``x`` after ``x[key] = value`` (``key`` all of x;
+    ``value`` of x's dtype or a scalar), recorded for the graph, x left as it is; None where
+    the trace cannot carry the write (it then stops)."""
+    trace = getattr(_active, "trace", None)
+    if trace is None or id(x) not in trace.writable or not _whole(key, x.ndim):
+        return None
+    if isinstance(value, (bool, int, float)):
+        new = mnp.full_like(x, value)
+    else:
+        new = value if value.shape == x.shape else mnp.broadcast_to(value, x.shape)
+        if new.dtype != x.dtype:
+            return None
+        if id(new) in trace.writable or _variable_name(new) is not None:
+            new = new.copy()  # its own entry of the graph, not another input's
+    trace.writable[id(new)] = new
+    return new
+
+
 def _stop(reason: str) -> NoReturn:
     """Stop a trace with ``reason`` (what ``md.export`` and the JitWarning report)."""
     with inside():
@@ -95,19 +153,22 @@ def _variable_name(native: Any) -> str | None:
         sym = mx.autograd.get_symbol(native)
     except mx.base.MXNetError:
         return None
-    return sym.name if not sym.get_children() else None
+    return sym.name if sym.get_children() is None else None
 
 
 class _Graph:
-    """One traced signature: the ``CachedOp``, where its inputs come from, its outputs."""
+    """One traced signature: the ``CachedOp``, where its inputs come from, its outputs (the
+    function's, then the buffers it writes: ``writes``, (block, name) each)."""
 
-    def __init__(self, op: Any, sources: list[tuple], out_spec: Any, out_devs: list) -> None:
+    def __init__(
+        self, op: Any, sources: list[tuple], out_spec: Any, out_devs: list, writes: list
+    ) -> None:
         self.op = op
         self.sources = sources
         self.out_spec = out_spec
         #: the outputs' devices, fixed by the signature (inputs' devices, parameter variables)
         self.out_devs = out_devs
-        self.checked = False
+        self.writes = writes
 
     def inputs(self, leaves: list[Tensor]) -> list[Any]:
         args = []
@@ -117,13 +178,32 @@ class _Graph:
                 args.append(leaves[s[1]]._native)
             elif kind in ("p", "c"):  # a parameter, a captured tensor
                 args.append(s[1]._native)
+            elif kind == "n":  # an array of the adapter's (``trace_input``)
+                args.append(s[1])
             else:
                 args.append(s[1]._buffers[s[2]]._native)
         return args
 
     def run(self, leaves: list[Tensor]) -> list[Any]:
-        out = self.op(*self.inputs(leaves))
+        """All the graph's outputs (the buffers' new values last, left unwritten). In
+        training mode, as the trace ran (recording leaves MXNet's operators there): the fused
+        BatchNorm normalises with the batch's statistics only then."""
+        with mx.autograd.train_mode():
+            out = self.op(*self.inputs(leaves))
         return out if isinstance(out, list) else [out]
+
+    def __call__(self, leaves: list[Tensor]) -> list[Any]:
+        """The function's outputs; the buffers it writes get their new arrays (detached:
+        a buffer holds no autograd history, as after an eager in-place update)."""
+        out = self.run(leaves)
+        if not self.writes:
+            return out
+        n = len(out) - len(self.writes)
+        for (m, key), new in zip(self.writes, out[n:], strict=True):
+            buffer = m._buffers.get(key)
+            if buffer is not None:  # (one set to None since: nothing to hold the value)
+                buffer._native = new.detach()
+        return out[:n]
 
 
 def _params_and_buffers(blocks: list) -> tuple[list, list]:
@@ -143,9 +223,10 @@ def _trace(
     fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: Sequence = ()
 ) -> tuple:
     """Run ``fn`` once on marked copies and return ``(symbol, sources, out_spec,
-    traced_outputs)``; ``held`` are the tensors ``fn`` captures (``multidev.jit.captured``),
-    inputs of the graph too. Raises Untraceable (with the reason) for what a graph cannot
-    hold."""
+    traced_outputs, writes)``: the symbol's outputs are ``fn``'s, then the new values of the
+    buffers it writes (``writes``: (block, name) each), and so are the traced outputs;
+    ``held`` are the tensors ``fn`` captures (``multidev.jit.captured``), inputs of the graph
+    too. Raises Untraceable (with the reason) for what a graph cannot hold."""
     trace = _Trace()
     params, buffers = _params_and_buffers(blocks)
     inputs = []
@@ -159,16 +240,25 @@ def _trace(
             trace.swap(p, ("p", p))
         else:
             trace.sources[known] = ("p", p)
+    copies = []
     for m, key, b in buffers:
         trace.swap(b, ("b", m, key))
+        copies.append(b._native)
+        trace.writable[id(b._native)] = b._native
     for t in held:
         trace.swap(t, ("c", t))
     replaced = None
+    written: list[tuple[tuple, Any]] = []
+    _active.trace = trace
     try:
         a, kw = build(spec, inputs, lambda t, dt, dev: t)
         with keep_last_recording(), inside(), mx.autograd.record():
             out = fn(*a, **kw)
+        for (m, key, b), copy in zip(buffers, copies, strict=True):
+            if m._buffers.get(key) is b and b._native is not copy:
+                written.append(((m, key), b._native))
     finally:
+        _active.trace = None
         trace.restore()
         for m, key, b in buffers:  # the eager run that follows a failed trace updates them
             if m._buffers.get(key) is not b:
@@ -187,6 +277,13 @@ def _trace(
         syms = [mx.autograd.get_symbol(t._native) for t in out_leaves]
     except mx.base.MXNetError:
         _stop("it returns a tensor computed from none of its inputs or parameters")
+    try:
+        syms += [mx.autograd.get_symbol(new) for _, new in written]
+    except mx.base.MXNetError:
+        _stop(
+            "it writes into a buffer a value computed outside the recorded operations (e.g. "
+            "under no_grad)"
+        )
     sym = syms[0] if len(syms) == 1 else mx.sym.Group(syms)
     sources = []
     for name in sym.list_inputs():
@@ -197,7 +294,8 @@ def _trace(
                 "(MXNet's graph does not hold its values)"
             )
         sources.append(source)
-    return sym, sources, out_spec, [t._native for t in out_leaves]
+    traced = [t._native for t in out_leaves] + [new for _, new in written]
+    return sym, sources, out_spec, traced, [w for w, _ in written]
 
 
 def _same(got: list, want: list) -> bool:
@@ -215,14 +313,14 @@ def _same(got: list, want: list) -> bool:
 def _compile(
     fn: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, blocks: list, held: list
 ) -> _Graph:
-    sym, sources, out_spec, traced = _trace(fn, args, kwargs, leaves, spec, blocks, held)
+    sym, sources, out_spec, traced, writes = _trace(fn, args, kwargs, leaves, spec, blocks, held)
     data = [i for i, s in enumerate(sources) if s[0] == "x"]
     rest = [i for i, s in enumerate(sources) if s[0] != "x"]
     flags = [*_FLAGS, ("data_indices", data), ("param_indices", rest)]
     bk = leaves[0]._bk if leaves else _backend(blocks)
-    devs = [bk.device_of(t) for t in traced]
-    graph = _Graph(mx.nd.CachedOp(sym.as_np_ndarray(), flags), sources, out_spec, devs)
-    with mx.autograd.pause():
+    devs = [bk.device_of(t) for t in traced[: len(traced) - len(writes)]]
+    graph = _Graph(mx.nd.CachedOp(sym.as_np_ndarray(), flags), sources, out_spec, devs, writes)
+    with mx.autograd.pause(train_mode=True):
         if not _same(graph.run(leaves), traced):
             _stop(
                 "its MXNet graph does not reproduce the traced values (an operation whose "
@@ -270,7 +368,7 @@ class _Compiled:
             self.cache[key] = entry
         if isinstance(entry, str):
             return entry
-        natives = entry.run(leaves)
+        natives = entry(leaves)
         bk = leaves[0]._bk if leaves else _backend(self.blocks)
         pairs = list(zip(natives, entry.out_devs, strict=True))
         return _Done(build(entry.out_spec, pairs, lambda nd, dt, _: Tensor(nd[0], bk, nd[1], dt)))
@@ -381,9 +479,13 @@ class Jit:
         leaves = [Tensor(x, bk, bk.device_of(x), bk.dtype_of(x)) for x in inputs]
         spec = flatten((tuple(leaves), {}), [])
         blocks = list(block.modules())
-        sym, sources, _, _ = _trace(
+        sym, sources, _, _, writes = _trace(
             type(block).forward.__get__(block), tuple(leaves), {}, leaves, spec, blocks
         )
+        if writes or any(s[0] == "n" for s in sources):
+            _stop(
+                "it updates buffers (e.g. BatchNorm in training mode): call eval() before exporting"
+            )
         names = {id(p): n for n, p in block.named_parameters()}
         buffer_names = {(id(m), k): f"{prefix}.{k}".lstrip(".") for prefix, m in
                         block.named_modules() for k in m._buffers}  # fmt: skip

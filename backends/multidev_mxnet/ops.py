@@ -243,7 +243,6 @@ OPS = op_table(
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
     remainder=_remainder,
-    sigmoid=npx.sigmoid,
     softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {_F16: _F32}),
     sum=_reduction(mnp.sum, 0),
     where=_where,

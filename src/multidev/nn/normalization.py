@@ -117,7 +117,9 @@ class _BatchNorm(Block):
         self._check_input(X)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked = self.num_batches_tracked + 1
+            # in place, as PyTorch does: the buffer stays the same tensor (a compiled step
+            # carries it as a graph input it updates)
+            self.num_batches_tracked += 1
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or self.running_mean is None
