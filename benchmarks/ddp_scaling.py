@@ -267,13 +267,16 @@ def _native_mxnet(lr: float, model: str = "mlp"):
         update_on_kvstore=False,
     )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    # the kvstore sums the workers' gradients; the Trainer divides by step()'s argument in the
+    # update kernel (rescale_grad), so step(world) makes the averaged step multidev makes
+    world = dist.get_world_size()
 
     def step(X, y):
         Xb, yb = mx.np.array(X), mx.np.array(y)
         with mx.autograd.record():
             loss = loss_fn(net(Xb), yb).mean()
         loss.backward()
-        trainer.step(1)
+        trainer.step(world)
 
     return step
 
