@@ -574,9 +574,10 @@ for _backend in AUTOGRAD:
     @nox.session(name=f"bench_ddp-{_backend}")
     def bench_ddp(session: nox.Session, backend: str = _backend) -> None:
         """The data-parallel scaling benchmark on one backend (not part of CI): the MLP step
-        with 1 and 2 worker processes, multidev's DistributedDataParallel against the
-        framework's own data-parallel code. Writes benchmarks/results/ddp_<backend>.{json,md}.
-        Arguments after ``--`` go to benchmarks/ddp_scaling.py (``--rounds``, ``--steps``)."""
+        (or ResNet-18's, ``-- --model resnet18``) with 1 and 2 worker processes, multidev's
+        DistributedDataParallel against the framework's own data-parallel code. Writes
+        benchmarks/results/ddp_<backend>.{json,md}. Arguments after ``--`` go to
+        benchmarks/ddp_scaling.py (``--model``, ``--rounds``, ``--steps``)."""
         _install(session, backend, test=False)
         session.run(
             "python",

@@ -160,6 +160,49 @@ def test_ranks_with_different_models_get_a_clear_error(tmp_path):
     assert "0.weight (4, 3) float32" in out or "0.weight (5, 3) float32" in out
 
 
+BUFFERS = """
+import json
+import sys
+import numpy as np
+import multidev as md
+from multidev import distributed as dist, nn
+
+dist.init_process_group()
+rank = dist.get_rank()
+net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+X = md.asarray(np.random.default_rng(rank).standard_normal((8, 3)).astype(np.float32))
+for _ in range(1 + 2 * rank):  # each rank's own running statistics and batch count
+    net(X)
+before = {k: b.numpy().tolist() for k, b in net.named_buffers()}
+net = dist.DistributedDataParallel(net)
+after = {k: b.numpy().tolist() for k, b in net.module.named_buffers()}
+sys.stdout.write(f"BUFFERS {rank} {json.dumps([before, after])}\\n")
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@needs_engine
+def test_ddp_gives_every_rank_the_buffers_of_rank_0_integers_too(tmp_path):
+    """BatchNorm's int64 ``num_batches_tracked`` included (it aborted MXNet's kvstore server,
+    which sums floating-point arrays only)."""
+    script = tmp_path / "buffers.py"
+    script.write_text(BUFFERS)
+    res = _launch([str(script)])
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    got = {}
+    for line in out.splitlines():
+        if "BUFFERS " in line:
+            rank, value = line.split("BUFFERS ", 1)[1].split(" ", 1)
+            got[int(rank)] = json.loads(value)
+    assert sorted(got) == [0, 1], out
+    (before0, after0), (before1, after1) = got[0], got[1]
+    assert before0["1.num_batches_tracked"] == 1 and before1["1.num_batches_tracked"] == 3, out
+    assert before0["1.running_mean"] != before1["1.running_mean"], out
+    assert after0 == after1 == before0, out
+
+
 def test_ddp_needs_a_process_group(monkeypatch):
     if dist.is_initialized():
         pytest.skip("a process group is running")

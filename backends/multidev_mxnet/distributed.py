@@ -132,6 +132,15 @@ class MXNetGroup(Group):
         self._pushes: dict[tuple, _PushPull] = {}
 
     def all_reduce(self, x: Any) -> Any:
+        """The sum over the workers, pulled into ``x``. The kvstore's server sums floating-point
+        arrays only (an integer array aborts it: BatchNorm's ``num_batches_tracked``, which
+        ``DistributedDataParallel`` broadcasts), so an integer or boolean array travels as
+        float64 (exact up to 2**53) and is cast back into ``x``."""
+        if x.dtype.kind != "f":
+            wide = x.astype("float64")
+            self.all_reduce(wide)
+            x[() if x.ndim == 0 else ...] = wide.astype(x.dtype)
+            return x
         key = self._key(x)
         nd = x.as_nd_ndarray()
         self.kv.pushpull(key, nd, out=nd)
