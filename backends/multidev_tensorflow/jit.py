@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context
 
 from multidev.device import Device
+
+from .cnn import graph_nchw
 
 __all__ = ["XLA_ENV", "Jit"]
 
@@ -37,23 +41,35 @@ class Jit:
         and optimiser state in costs about as much as running the small graph. The captured
         inputs are read at each call (they hold each collective's instance key)."""
         xla = os.environ.get(XLA_ENV, "").strip() == "1"
-        compiled = tf.function(body, jit_compile=xla or None, autograph=False)
+
+        def traced(*args: Any) -> Any:
+            with graph_nchw():
+                return body(*args)
+
+        compiled = tf.function(traced, jit_compile=xla or None, autograph=False)
         concrete: dict[tuple, Any] = {}
 
         def run(*args: Any) -> Any:
+            key = tuple((a.dtype, tuple(a.shape)) for a in args)
+            fn = concrete.get(key)
+            if fn is None and all(isinstance(a, tf.Tensor) for a in args):
+                # traced before the call options are set: a trace may change the context's
+                # config (soft placement), which resets them
+                fn = concrete[key] = compiled.get_concrete_function(*args)
+            ctx = context.context()
+            before = ctx.function_call_options
+            ours = ctx.function_call_options = _nhwc_on_cpu(before)
             try:
-                key = tuple((a.dtype, tuple(a.shape)) for a in args)
-                fn = concrete.get(key)
                 if fn is not None:
                     return fn._call_flat(list(args), fn.captured_inputs)
-                out = compiled(*args)
-                if all(isinstance(a, tf.Tensor) for a in args):
-                    concrete[key] = compiled.get_concrete_function(*args)
-                return out
+                return compiled(*args)
             except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
                 from .distributed import stopped_error
 
                 raise stopped_error(e) from e
+            finally:
+                if ctx.function_call_options is ours:
+                    ctx.function_call_options = before
 
         return run
 
@@ -70,3 +86,27 @@ class Jit:
         module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
         tf.saved_model.save(module, str(path), signatures=module.serve)
         return path
+
+
+#: the call options of compiled functions, by the serialized config of the caller's options
+_CALL_OPTIONS: dict[bytes | None, Any] = {}
+
+
+def _nhwc_on_cpu(options: Any) -> Any:
+    """``options`` (``context.FunctionCallOptions``) with Grappler's CPU layout conversion
+    NCHW_TO_NHWC: the graphs ``md.jit`` traces hold NCHW convolutions, poolings and batch
+    norms (``cnn.graph_nchw``), which TensorFlow's CPU kernels take in NHWC only; Grappler
+    rewrites them and cancels the transposes between them. The functions are instantiated,
+    and so optimised, with the config of the call."""
+    key = options.config_proto_serialized
+    out = _CALL_OPTIONS.get(key)
+    if out is None:
+        config = config_pb2.ConfigProto()
+        if key:
+            config.ParseFromString(key)
+        rewrite = config.graph_options.rewrite_options
+        rewrite.cpu_layout_conversion = rewriter_config_pb2.RewriterConfig.NCHW_TO_NHWC
+        out = _CALL_OPTIONS[key] = context.FunctionCallOptions(
+            executor_type=options.executor_type, config_proto=config
+        )
+    return out
