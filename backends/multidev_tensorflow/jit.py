@@ -5,6 +5,8 @@ so ``md.jit`` passes gradients and optimiser state in and out of it (``jit_trace
 AutoGraph is off: multidev's Python branches on Python values only, and is traced as it is.
 A step with ``DistributedDataParallel`` compiles too: its gradient all-reduces become
 collective ops of the traced graph (``multidev_tensorflow.distributed.TFGroup``).
+The traced graphs keep convolutions NCHW on the CPU too and run with Grappler's CPU layout
+conversion to NHWC (``multidev_tensorflow.cnn.graph_nchw``, ``_nhwc_on_cpu``).
 """
 
 from __future__ import annotations
