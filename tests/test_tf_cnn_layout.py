@@ -145,3 +145,18 @@ def test_native_tf_function_of_the_lowerings_stays_nhwc_on_cpu():
     ]
     assert not nchw
     np.testing.assert_allclose(native(tf.constant(x.numpy())).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_hybridized_cnn_differentiated_eagerly_matches_the_plain_one():
+    """A hybridized forward runs under the step's tape: TensorFlow calls its gradient function
+    itself, without md.jit's call options, so it is traced with the NHWC lowerings."""
+    x, y = _data(md.float32)
+    plain_net, hybrid_net = _net(md.float32), _net(md.float32)
+    hybrid_net.hybridize()
+    plain, hybrid = _step(plain_net, x, y), _step(hybrid_net, x, y)
+    for _ in range(3):
+        want, got = plain(), hybrid()
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    for name, value in plain_net.state_dict().items():
+        got = hybrid_net.state_dict()[name].numpy()
+        np.testing.assert_allclose(got, value.numpy(), rtol=1e-4, atol=1e-4, err_msg=name)

@@ -17,7 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
-from tensorflow.python.eager import context
+from tensorflow.python.eager import context, record
 
 from multidev.device import Device
 
@@ -48,23 +48,30 @@ class Jit:
             with graph_nchw():
                 return body(*args)
 
-        compiled = tf.function(traced, jit_compile=xla or None, autograph=False)
+        # by whether it runs with the CPU layout conversion (NCHW lowerings): not under a
+        # caller's tape (a hybridized forward differentiated eagerly), whose gradient function
+        # TensorFlow calls itself, without these call options
+        compiled = {
+            nchw: tf.function(traced if nchw else body, jit_compile=xla or None, autograph=False)
+            for nchw in (True, False)
+        }
         concrete: dict[tuple, Any] = {}
 
         def run(*args: Any) -> Any:
-            key = tuple((a.dtype, tuple(a.shape)) for a in args)
+            nchw = not record.could_possibly_record()
+            key = (nchw, *((a.dtype, tuple(a.shape)) for a in args))
             fn = concrete.get(key)
             if fn is None and all(isinstance(a, tf.Tensor) for a in args):
                 # traced before the call options are set: a trace may change the context's
                 # config (soft placement), which resets them
-                fn = concrete[key] = compiled.get_concrete_function(*args)
+                fn = concrete[key] = compiled[nchw].get_concrete_function(*args)
             ctx = context.context()
             before = ctx.function_call_options
-            ours = ctx.function_call_options = _nhwc_on_cpu(before)
+            ours = ctx.function_call_options = _nhwc_on_cpu(before) if nchw else before
             try:
                 if fn is not None:
                     return fn._call_flat(list(args), fn.captured_inputs)
-                return compiled(*args)
+                return compiled[nchw](*args)
             except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
                 from .distributed import stopped_error
 
