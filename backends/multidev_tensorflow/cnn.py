@@ -5,9 +5,19 @@ The API is NCHW. TensorFlow's CPU kernels for convolution and pooling take NHWC 
 (``Conv2D``/``MaxPool`` raise UnimplementedError/InvalidArgumentError for NCHW on CPU), so
 on CPU the input is transposed to NHWC and the result back; on a GPU the NCHW kernels run
 directly.
+
+Inside ``md.jit``'s trace (``graph_nchw``) the lowerings stay NCHW on the CPU too, and the
+compiled function runs with Grappler's CPU layout conversion (``jit.py``), which rewrites the
+graph to NHWC once: a transpose in at the first convolution and out where the activations
+leave the convolutional part, instead of a pair around every convolution, pooling and their
+gradients (LeNet's step had 19 transposes; Keras and a native ``tf.function`` have none).
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import tensorflow as tf
 
@@ -20,12 +30,47 @@ __all__ = [
 _TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
+_local = threading.local()
+
+
+@contextmanager
+def graph_nchw() -> Iterator[None]:
+    """While ``md.jit`` traces a function whose graph runs with Grappler's NCHW-to-NHWC
+    conversion on the CPU: NCHW lowerings there too (eager code never runs inside)."""
+    before = getattr(_local, "nchw", False)
+    _local.nchw = True
+    try:
+        yield
+    finally:
+        _local.nchw = before
+
+
 def _nchw_native(x) -> bool:
-    return "GPU" in x.device
+    """Whether NCHW kernels take ``x``: on a GPU, and in a graph that Grappler converts."""
+    return "GPU" in x.device or (getattr(_local, "nchw", False) and not tf.executing_eagerly())
 
 
 def _spatial(pads):
     return [[0, 0], [0, 0], *[list(p) for p in pads]]
+
+
+def _named_padding(sizes, kernel, stride, pads) -> str | None:
+    """``"VALID"`` or ``"SAME"`` where it pads as ``pads`` (per spatial dimension, (lo, hi))
+    on inputs of spatial ``sizes``, else None.
+
+    The oneDNN kernels that TensorFlow's CPU build runs the gradients of a convolution with
+    take the named paddings only: with explicit ``pads`` (even zeros) the gradients fall back
+    to TensorFlow's own kernels, several times slower (LeNet's second convolution, filter
+    gradient under the profiler: 32 ms against 2 ms); other pads go through ``tf.pad``."""
+    if not any(lo or hi for lo, hi in pads):
+        return "VALID"
+    for size, k, s, (lo, hi) in zip(sizes, kernel, stride, pads, strict=True):
+        if size is None:
+            return None
+        total = max((-(-size // s) - 1) * s + k - size, 0)
+        if (lo, hi) != (total // 2, total - total // 2):
+            return None
+    return "SAME"
 
 
 def _conv_nhwc(xh, wk, stride, pads, dilation, groups):
@@ -42,7 +87,10 @@ def _conv_nhwc(xh, wk, stride, pads, dilation, groups):
         )
     padding = [[0, 0], *[list(p) for p in pads], [0, 0]]
     if dilation == (1, 1):
-        return tf.nn.conv2d(xh, wk, (1, *stride, 1), padding, "NHWC")
+        named = _named_padding(xh.shape[1:3], wk.shape[:2], stride, pads)
+        if named is None:
+            xh, named = tf.pad(xh, padding), "VALID"
+        return tf.nn.conv2d(xh, wk, (1, *stride, 1), named, "NHWC")
     # the CPU kernels lack the gradient of a dilated convolution: run it as an undilated one
     # on the dilation's phases (space_to_batch), padding each dimension to a multiple of it;
     # a stride then keeps every stride-th output
@@ -56,8 +104,15 @@ def _conv_nhwc(xh, wk, stride, pads, dilation, groups):
 
 def conv2d(x, w, b, stride, pads, dilation, groups):
     wk = tf.transpose(w, (2, 3, 1, 0))  # (kH, kW, C_in / groups, C_out)
-    if _nchw_native(x):
+    if "GPU" in x.device:
         y = tf.nn.conv2d(x, wk, (1, 1, *stride), _spatial(pads), "NCHW", (1, 1, *dilation))
+        return y if b is None else tf.nn.bias_add(y, b, "NCHW")
+    if groups == 1 and dilation == (1, 1) and _nchw_native(x):
+        # converted to NHWC by Grappler (kernels and gradients of the NHWC path below)
+        named = _named_padding(x.shape[2:4], wk.shape[:2], stride, pads)
+        if named is None:
+            x, named = tf.pad(x, _spatial(pads)), "VALID"
+        y = tf.nn.conv2d(x, wk, (1, 1, *stride), named, "NCHW")
         return y if b is None else tf.nn.bias_add(y, b, "NCHW")
     y = _conv_nhwc(tf.transpose(x, _TO_NHWC), wk, stride, pads, dilation, groups)
     if b is not None:
@@ -80,7 +135,7 @@ def _upsampled(x, stride):
 def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation, groups):
     n, cin, h, wd = x.shape
     kh, kw = w.shape[2:]
-    if groups == 1 and dilation == (1, 1) and not _nchw_native(x):
+    if groups == 1 and dilation == (1, 1) and "GPU" not in x.device:
         cout = w.shape[1]
         full = [
             (size - 1) * s + k + op
@@ -146,7 +201,26 @@ def batch_norm(x, mean, var, w, b, eps):
     return tf.nn.batch_normalization(x, mean, var, _channels(b, 4), _channels(w, 4), eps)
 
 
+def _fused_batch_norm_train(x, w, b, eps, mean, var, momentum):
+    """``batch_norm_train`` as one FusedBatchNormV3 (the kernel Keras's BatchNormalization
+    runs), NCHW: its batch variance is already the unbiased one the running variance takes."""
+    y, batch_mean, batch_var = tf.compat.v1.nn.fused_batch_norm(
+        x, w, b, epsilon=eps, data_format="NCHW", is_training=True
+    )
+    new_mean = None if mean is None else mean * (1 - momentum) + batch_mean * momentum
+    new_var = None if var is None else var * (1 - momentum) + batch_var * momentum
+    return y, new_mean, new_var
+
+
 def batch_norm_train(x, w, b, eps, mean, var, momentum):
+    if (
+        _nchw_native(x)
+        and "GPU" not in x.device
+        and x.dtype == tf.float32
+        and w is not None
+        and b is not None
+    ):
+        return _fused_batch_norm_train(x, w, b, eps, mean, var, momentum)
     # the batch's moments serve the normalisation and the running statistics (as Keras's
     # BatchNormalization): no second pass over x for the latter
     batch_mean, batch_var = tf.nn.moments(x, [0, 2, 3], keepdims=True)

@@ -5,6 +5,8 @@ so ``md.jit`` passes gradients and optimiser state in and out of it (``jit_trace
 AutoGraph is off: multidev's Python branches on Python values only, and is traced as it is.
 A step with ``DistributedDataParallel`` compiles too: its gradient all-reduces become
 collective ops of the traced graph (``multidev_tensorflow.distributed.TFGroup``).
+The traced graphs keep convolutions NCHW on the CPU too and run with Grappler's CPU layout
+conversion to NHWC (``multidev_tensorflow.cnn.graph_nchw``, ``_nhwc_on_cpu``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context, record
 
 from multidev.device import Device
+
+from .cnn import graph_nchw
 
 __all__ = ["XLA_ENV", "Jit"]
 
@@ -37,23 +43,42 @@ class Jit:
         and optimiser state in costs about as much as running the small graph. The captured
         inputs are read at each call (they hold each collective's instance key)."""
         xla = os.environ.get(XLA_ENV, "").strip() == "1"
-        compiled = tf.function(body, jit_compile=xla or None, autograph=False)
+
+        def traced(*args: Any) -> Any:
+            with graph_nchw():
+                return body(*args)
+
+        # by whether it runs with the CPU layout conversion (NCHW lowerings): not under a
+        # caller's tape (a hybridized forward differentiated eagerly), whose gradient function
+        # TensorFlow calls itself, without these call options
+        compiled = {
+            nchw: tf.function(traced if nchw else body, jit_compile=xla or None, autograph=False)
+            for nchw in (True, False)
+        }
         concrete: dict[tuple, Any] = {}
 
         def run(*args: Any) -> Any:
+            nchw = not record.could_possibly_record()
+            key = (nchw, *((a.dtype, tuple(a.shape)) for a in args))
+            fn = concrete.get(key)
+            if fn is None and all(isinstance(a, tf.Tensor) for a in args):
+                # traced before the call options are set: a trace may change the context's
+                # config (soft placement), which resets them
+                fn = concrete[key] = compiled[nchw].get_concrete_function(*args)
+            ctx = context.context()
+            before = ctx.function_call_options
+            ours = ctx.function_call_options = _nhwc_on_cpu(before) if nchw else before
             try:
-                key = tuple((a.dtype, tuple(a.shape)) for a in args)
-                fn = concrete.get(key)
                 if fn is not None:
                     return fn._call_flat(list(args), fn.captured_inputs)
-                out = compiled(*args)
-                if all(isinstance(a, tf.Tensor) for a in args):
-                    concrete[key] = compiled.get_concrete_function(*args)
-                return out
+                return compiled[nchw](*args)
             except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as e:
                 from .distributed import stopped_error
 
                 raise stopped_error(e) from e
+            finally:
+                if ctx.function_call_options is ours:
+                    ctx.function_call_options = before
 
         return run
 
@@ -70,3 +95,27 @@ class Jit:
         module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
         tf.saved_model.save(module, str(path), signatures=module.serve)
         return path
+
+
+#: the call options of compiled functions, by the serialized config of the caller's options
+_CALL_OPTIONS: dict[bytes | None, Any] = {}
+
+
+def _nhwc_on_cpu(options: Any) -> Any:
+    """``options`` (``context.FunctionCallOptions``) with Grappler's CPU layout conversion
+    NCHW_TO_NHWC: the graphs ``md.jit`` traces hold NCHW convolutions, poolings and batch
+    norms (``cnn.graph_nchw``), which TensorFlow's CPU kernels take in NHWC only; Grappler
+    rewrites them and cancels the transposes between them. The functions are instantiated,
+    and so optimised, with the config of the call."""
+    key = options.config_proto_serialized
+    out = _CALL_OPTIONS.get(key)
+    if out is None:
+        config = config_pb2.ConfigProto()
+        if key:
+            config.ParseFromString(key)
+        rewrite = config.graph_options.rewrite_options
+        rewrite.cpu_layout_conversion = rewriter_config_pb2.RewriterConfig.NCHW_TO_NHWC
+        out = _CALL_OPTIONS[key] = context.FunctionCallOptions(
+            executor_type=options.executor_type, config_proto=config
+        )
+    return out
