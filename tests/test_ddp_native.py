@@ -213,3 +213,27 @@ def test_each_forward_gives_every_rank_the_buffers_of_rank_0(tmp_path):
     out, got = _run_tagged(tmp_path, BUFFERS, "STATS ", ("eval", "train"))
     assert got["train", 0] != got["train", 1], out  # the ranks' batches differ
     assert got["eval", 0] == got["eval", 1] == got["train", 0], out
+
+
+@pytest.mark.skipif(not hasattr(ENGINE, "gradient_reducer"), reason="torch's gradient hooks")
+def test_the_first_bucket_is_small_so_its_all_reduce_starts_early():
+    """Buckets fill in backward's order (the parameters reversed); the first one stops at
+    1 MiB, as in torch's own reducer, the others at bucket_cap_mb."""
+    import torch
+
+    sizes = (300_000, 300_000, 100_000, 10)  # float32: 1.2 MB, 1.2 MB, 0.4 MB, 40 bytes
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in sizes]
+    reducer = ENGINE.GradientReducer(params, None, 25 * 2**20, False)
+    try:
+        got = [[p.numel() for p in b] for b in reducer.buckets]
+    finally:
+        reducer.remove()
+    assert got == [[10, 100_000], [300_000, 300_000]]
+    small = ENGINE.GradientReducer(params, None, 1024, False)
+    small.remove()
+    assert [[p.numel() for p in b] for b in small.buckets] == [
+        [10],
+        [100_000],
+        [300_000],
+        [300_000],
+    ]

@@ -109,6 +109,10 @@ def framework_launcher(
 _BUFFER_BYTES = 250 * 2**20
 
 
+#: the first bucket's size in torch's own reducer (``dist._DEFAULT_FIRST_BUCKET_BYTES``)
+_FIRST_BUCKET_BYTES = 2**20
+
+
 class GradientReducer:
     """Averages the gradients of ``params`` (torch parameters) over ``group`` during the
     backward pass after ``prepare()``, as torch's own ``DistributedDataParallel`` reducer does,
@@ -133,8 +137,11 @@ class GradientReducer:
         for p in reversed(params):
             nbytes = p.numel() * p.element_size()
             last = buckets[-1]
+            # the first bucket (the last layers' gradients, first out of backward) is capped
+            # at 1 MiB, as in torch's reducer, so that its all-reduce starts early
+            limit = min(cap_bytes, _FIRST_BUCKET_BYTES) if len(buckets) == 1 else cap_bytes
             if last and (
-                size + nbytes > cap_bytes or p.dtype != last[0].dtype or p.device != last[0].device
+                size + nbytes > limit or p.dtype != last[0].dtype or p.device != last[0].device
             ):
                 buckets.append([])
                 size = 0
