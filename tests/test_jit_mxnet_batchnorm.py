@@ -56,12 +56,8 @@ def _net() -> nn.Sequential:
     )
 
 
-def _train(jit: bool, steps: int = 4):
-    net = _net()
-    net.train()
-    opt = md.optim.SGD(net.parameters(), lr=0.1)
-    rng = np.random.default_rng(0)
-    counters = {n: b for n, b in net.named_buffers() if n.endswith("num_batches_tracked")}
+def _step(net, opt):
+    """One SGD training step of ``net`` on cross-entropy; returns the loss."""
 
     def step(X, y):
         with md.autograd.record():
@@ -70,6 +66,18 @@ def _train(jit: bool, steps: int = 4):
         opt.step()
         opt.zero_grad()
         return loss
+
+    return step
+
+
+def _train(jit: bool, steps: int = 4):
+    net = _net()
+    net.train()
+    opt = md.optim.SGD(net.parameters(), lr=0.1)
+    rng = np.random.default_rng(0)
+    counters = {n: b for n, b in net.named_buffers() if n.endswith("num_batches_tracked")}
+
+    step = _step(net, opt)
 
     run = md.jit(step) if jit else step
     losses = []
@@ -123,13 +131,7 @@ def test_jitted_and_eager_steps_interleave():
         net = _net()
         opt = md.optim.SGD(net.parameters(), lr=0.1)
 
-        def step(X, y):
-            with md.autograd.record():
-                loss = F.cross_entropy(net(X), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
+        step = _step(net, opt)
 
         jitted = md.jit(step)
         rng = np.random.default_rng(0)
