@@ -31,7 +31,7 @@ from paddle.utils import dlpack as _dlpack
 
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.indexing import bool_mask_ndim, key_items
 
 from .autograd import Autograd
@@ -41,7 +41,6 @@ from .ops import FLOATS, native_key
 
 __all__ = ["Backend"]
 
-_CPU = Device("cpu", 0)
 _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
 _mask_ndim = bool_mask_ndim((paddle.Tensor, EagerParamBase, paddle.pir.Value), paddle.bool)
@@ -109,7 +108,7 @@ class Backend(Jit, Autograd, AdapterBase):
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def make_native_device(self, dev: Device):
-        if dev is _CPU:
+        if dev is CPU0:
             return paddle.CPUPlace()
         if dev.type != "gpu" or dev.index >= self.num_gpus():
             return super().make_native_device(dev)
@@ -128,7 +127,7 @@ class Backend(Jit, Autograd, AdapterBase):
         if m is None:
             return None
         gpu = m.group("gpu")
-        return _CPU if gpu is None else Device("gpu", int(gpu))
+        return CPU0 if gpu is None else Device("gpu", int(gpu))
 
     def native_place(self, x: Any) -> Any:
         return x.place
@@ -148,7 +147,7 @@ class Backend(Jit, Autograd, AdapterBase):
             dtype = arr.dtype if arr.dtype.isnative else arr.dtype.newbyteorder("=")
             arr = np.array(arr, dtype=dtype, order="C")
         bf16 = arr.dtype == _BF16_NUMPY
-        if dev is not _CPU:
+        if dev is not CPU0:
             # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
             # float32/float64/int32/int64 arrays with paddle.full without the place (gpu:0).
             return paddle.Tensor(

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from multidev.contract import AdapterBase, env_count
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.dtypes import DType
 
 from . import array_api, indexing
@@ -116,14 +116,13 @@ class Backend(Jit, Autograd, AdapterBase):
         "for complex values."
     )
     move_hint = "Copy it to '/CPU:0' with tf.identity first."
-    _devices: list[Device]  # listed once, when the adapter is made
 
     def __init__(self) -> None:
         super().__init__()
         _configure_runtime()
         devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
-        self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
+        self._default = Device("gpu", 0) if self._num_gpus else CPU0
         self._natives.update({d: self.make_native_device(d) for d in devices})
         self._places[""] = self._default
         # with a GPU every device is scoped: eager puts an unscoped op on GPU:0 when it has a
@@ -139,7 +138,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def list_devices(self) -> list[Device]:
         """TensorFlow's logical CPU and GPU devices, CPUs first, each by index."""
         named = (_parse_name(d.name) for d in tf.config.list_logical_devices())
-        found = {d for d in named if d is not None} | {Device("cpu", 0)}
+        found = {d for d in named if d is not None} | {CPU0}
         return sorted(found, key=lambda d: (d.type != "cpu", d.index))
 
     def default_device(self) -> Device:
@@ -181,7 +180,7 @@ class Backend(Jit, Autograd, AdapterBase):
         """A tensor on ``dev``; shares the array's memory on CPU:0 when TensorFlow can
         (writable, C-contiguous, aligned for its kernels), else copies."""
         if (
-            dev is self._devices[0]
+            dev is CPU0
             and arr.flags.c_contiguous
             and arr.flags.writeable
             and arr.size
