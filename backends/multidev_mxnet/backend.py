@@ -89,14 +89,10 @@ class Backend(Jit, Autograd, AdapterBase):
         return mx.Context(dev.type, dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
-        if not isinstance(obj, mx.Context):
-            return None
-        kind = obj.device_type
-        if kind in ("cpu", "gpu"):
-            return Device(kind, obj.device_id)
+        kind = obj.device_type if isinstance(obj, mx.Context) else None
         if kind in ("cpu_pinned", "cpu_shared"):  # host memory; the id names a GPU or process
             return CPU0
-        return None
+        return Device(kind, obj.device_id) if kind in ("cpu", "gpu") else None
 
     def native_place(self, x) -> mx.Context:
         return x.ctx

@@ -117,17 +117,12 @@ class Backend(Jit, Autograd, AdapterBase):
     def parse_native_device(self, obj: Any) -> Device | None:
         """A Paddle place (CPUPlace, CUDAPlace, CUDAPinnedPlace, Place) or its text
         ('Place(gpu:0)') as a Device; pinned host memory counts as the CPU."""
-        if isinstance(obj, paddle.base.core.Place):
-            text = str(obj)
-        elif isinstance(obj, str):
-            text = obj.strip()
-        else:
+        if not isinstance(obj, (paddle.base.core.Place, str)):
             return None
-        m = _PLACE_TEXT.match(text)
+        m = _PLACE_TEXT.match(str(obj).strip())
         if m is None:
             return None
-        gpu = m.group("gpu")
-        return CPU0 if gpu is None else Device("gpu", int(gpu))
+        return CPU0 if m["gpu"] is None else Device("gpu", int(m["gpu"]))
 
     def native_place(self, x: Any) -> Any:
         return x.place

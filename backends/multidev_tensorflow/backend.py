@@ -99,11 +99,9 @@ class _StrictPlacement:
                     tf.config.set_soft_device_placement(self._before)
 
 
-def _parse_name(name: str) -> Device | None:
-    m = _NAME.search(name)
-    if m is None:
-        return None
-    return Device(m.group(1).lower(), int(m.group(2)))
+def _parse_name(place: str) -> Device | None:
+    m = _NAME.search(place)
+    return None if m is None else Device(m.group(1).lower(), int(m.group(2)))
 
 
 class Backend(Jit, Autograd, AdapterBase):
@@ -152,18 +150,14 @@ class Backend(Jit, Autograd, AdapterBase):
         """A Device from tf.config.LogicalDevice, tf.config.PhysicalDevice or tf.DeviceSpec."""
         if isinstance(obj, (tf.config.LogicalDevice, tf.config.PhysicalDevice)):
             return _parse_name(obj.name)
-        if isinstance(obj, tf.DeviceSpec):
-            kind = (obj.device_type or "").lower()
-            if kind not in ("cpu", "gpu"):
-                return None
-            return Device(kind, obj.device_index or 0)
+        if isinstance(obj, tf.DeviceSpec) and (obj.device_type or "").lower() in ("cpu", "gpu"):
+            return Device(obj.device_type.lower(), obj.device_index or 0)
         return None
 
     def native_place(self, x) -> str:
         return x.device
 
-    def place_device(self, place: str) -> Device | None:
-        return _parse_name(place)
+    place_device = staticmethod(_parse_name)
 
     def scope(self, dev: Device) -> AbstractContextManager:
         """``tf.device`` for ``dev``; on a GPU with soft placement off, so that an op TensorFlow
