@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 
 import numpy as np
 import tensorflow as tf
@@ -40,8 +40,6 @@ __all__ = ["CPU_DEVICES_ENV", "Backend", "has_fused_apply"]
 CPU_DEVICES_ENV = "MULTIDEV_TF_CPU_DEVICES"
 
 _NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
-#: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
-_ALIGNMENT = array_api.ALIGNMENT
 _DLPACK_KINDS = frozenset("biuf")
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 #: dtypes TensorFlow's fused gradient-descent update has a GPU kernel for
@@ -52,17 +50,14 @@ def _configure_runtime() -> None:
     """Logical CPUs and GPU memory growth, only while TensorFlow is not initialised."""
     n = env_count(CPU_DEVICES_ENV, 2, "logical CPU devices to create")
     cpus = tf.config.list_physical_devices("CPU")
-    gpus = tf.config.list_physical_devices("GPU")
-    try:
+    with suppress(RuntimeError):  # the runtime is initialised already: use what exists
         if n > 1 and cpus and tf.config.get_logical_device_configuration(cpus[0]) is None:
             tf.config.set_logical_device_configuration(
                 cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
             )
-        for gpu in gpus:
+        for gpu in tf.config.list_physical_devices("GPU"):
             if tf.config.get_logical_device_configuration(gpu) is None:
                 tf.config.experimental.set_memory_growth(gpu, True)
-    except RuntimeError:  # the runtime is initialised already: use what exists
-        pass
 
 
 def has_fused_apply(dtype: tf.DType, device: str) -> bool:
@@ -179,7 +174,8 @@ class Backend(Jit, Autograd, AdapterBase):
             and arr.flags.writeable
             and arr.size
             and arr.dtype.kind in _DLPACK_KINDS
-            and arr.ctypes.data % _ALIGNMENT == 0
+            # TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet)
+            and arr.ctypes.data % array_api.ALIGNMENT == 0
         ):
             return _from_dlpack(arr.__dlpack__())
         with self.scope(dev):
@@ -190,10 +186,7 @@ class Backend(Jit, Autograd, AdapterBase):
         try:
             return np.asarray(memoryview(x))
         except (TypeError, ValueError):
-            out = x.numpy()
-            if type(out) is np.ndarray:
-                return out
-            return np.asarray(out, dtype=x.dtype.as_numpy_dtype)
+            return np.asarray(x.numpy(), dtype=x.dtype.as_numpy_dtype)
 
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""
