@@ -92,10 +92,8 @@ class Backend(Jit, Autograd, AdapterBase):
     }
     tensor_types = (paddle.Tensor, EagerParamBase)
     from_dlpack = staticmethod(_dlpack.from_dlpack)
-    native_full = staticmethod(
-        lambda shape, v, dt, dev: paddle.full(list(shape), v, dt, device=dev)
-    )
-    native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(list(shape), dt, device=dev))
+    native_full = staticmethod(lambda shape, v, dt, dev: paddle.full(shape, v, dt, device=dev))
+    native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(shape, dt, device=dev))
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
@@ -139,8 +137,7 @@ class Backend(Jit, Autograd, AdapterBase):
         if not (
             flags.c_contiguous and flags.writeable and flags.aligned and arr.dtype.isnative
         ) or _imported_through_dlpack(arr):
-            dtype = arr.dtype if arr.dtype.isnative else arr.dtype.newbyteorder("=")
-            arr = np.array(arr, dtype=dtype, order="C")
+            arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
         bf16 = arr.dtype == _BF16_NUMPY
         if dev is not CPU0:
             # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
@@ -180,17 +177,14 @@ class Backend(Jit, Autograd, AdapterBase):
         Inside a to_static trace a program value cannot change: the written value is a new
         one, which Paddle's ``__setitem__`` returns (``x[key] = value`` would drop it)."""
         key = native_key(key)
-        whole = all(k is Ellipsis for k in key_items(key))
         mask = _mask_ndim(key) == 0
-        if isinstance(x, paddle.pir.Value):
-            if x.ndim == 0 and (whole or mask):
+        if x.ndim == 0 and (mask or all(k is Ellipsis for k in key_items(key))):
+            if isinstance(x, paddle.pir.Value):
                 if isinstance(value, (paddle.pir.Value, *self.tensor_types)):
                     new = paddle.cast(paddle.reshape(value, []), x.dtype)
                 else:
                     new = paddle.full_like(x, value)
                 return paddle.where(key, new, x) if mask else new
-            return x.__setitem__(key, value)
-        if x.ndim == 0 and (whole or mask):
             # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7"),
             # and its masked write a 0-d mask: x keeps its value where the mask is False
             if mask and not key.item():
@@ -199,6 +193,8 @@ class Backend(Jit, Autograd, AdapterBase):
                 value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
             paddle.assign(value.reshape([]).astype(x.dtype), output=x)
             return x
+        if isinstance(x, paddle.pir.Value):
+            return x.__setitem__(key, value)
         with paddle.no_grad() if not x.stop_gradient and x.is_leaf else nullcontext():
             x[key] = value
         return x
