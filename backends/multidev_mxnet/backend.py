@@ -79,7 +79,6 @@ class Backend(Jit, Autograd, AdapterBase):
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
-        """CUDA GPUs MXNet can use (through NVML where it is available)."""
         n = nvml_visible_gpu_count() if mx.runtime.Features().is_enabled("CUDA") else 0
         if n is None:  # no NVML: ask CUDA itself (initialises it in this process)
             n = mx.context.num_gpus()

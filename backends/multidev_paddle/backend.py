@@ -102,7 +102,6 @@ class Backend(Jit, Autograd, AdapterBase):
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
-        """CUDA GPUs visible to Paddle (0 for a CPU build)."""
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def make_native_device(self, dev: Device):

@@ -128,7 +128,6 @@ class Backend(Jit, Autograd, AdapterBase):
         return isinstance(var, torch.nn.Parameter) and var.requires_grad
 
     def make_variable(self, x) -> torch.nn.Parameter:
-        """A ``torch.nn.Parameter`` holding a copy of x (trainable when floating point)."""
         data = x.detach().clone(memory_format=torch.contiguous_format)
         return torch.nn.Parameter(data, requires_grad=data.is_floating_point())
 
