@@ -31,7 +31,7 @@ from mxnet import npx
 
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits, env_count
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 from multidev.tracing import tracing, untraceable
 
@@ -45,7 +45,6 @@ from .ops import FLOATS
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 
 CPU_DEVICES_ENV = "MULTIDEV_MXNET_CPU_DEVICES"
-_CPU = Device("cpu", 0)
 _CPU_CONTEXT = mx.cpu(0)
 #: dtypes MXNet's ``from_numpy`` refuses
 _NO_ZERO_COPY = frozenset({np.dtype("int8")})
@@ -80,7 +79,6 @@ class Backend(Jit, Autograd, AdapterBase):
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
-        """CUDA GPUs MXNet can use (through NVML where it is available)."""
         n = nvml_visible_gpu_count() if mx.runtime.Features().is_enabled("CUDA") else 0
         if n is None:  # no NVML: ask CUDA itself (initialises it in this process)
             n = mx.context.num_gpus()
@@ -90,14 +88,10 @@ class Backend(Jit, Autograd, AdapterBase):
         return mx.Context(dev.type, dev.index)
 
     def parse_native_device(self, obj: Any) -> Device | None:
-        if not isinstance(obj, mx.Context):
-            return None
-        kind = obj.device_type
-        if kind in ("cpu", "gpu"):
-            return Device(kind, obj.device_id)
+        kind = obj.device_type if isinstance(obj, mx.Context) else None
         if kind in ("cpu_pinned", "cpu_shared"):  # host memory; the id names a GPU or process
-            return _CPU
-        return None
+            return CPU0
+        return Device(kind, obj.device_id) if kind in ("cpu", "gpu") else None
 
     def native_place(self, x) -> mx.Context:
         return x.ctx

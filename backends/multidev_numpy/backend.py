@@ -7,14 +7,12 @@ from typing import Any
 import numpy as np
 
 from multidev.contract import AdapterBase
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.dtypes import DType, from_numpy_dtype
 
 from .ops import writable
 
 __all__ = ["Backend"]
-
-_CPU = Device("cpu", 0)
 
 
 class Backend(AdapterBase):
@@ -30,7 +28,7 @@ class Backend(AdapterBase):
         return "cpu"
 
     def device_of(self, x: Any) -> Device:
-        return _CPU
+        return CPU0
 
     def dtype_of(self, x: Any) -> DType:
         return from_numpy_dtype(x.dtype)

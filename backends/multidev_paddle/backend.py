@@ -31,7 +31,7 @@ from paddle.utils import dlpack as _dlpack
 
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase, ArrayLimits
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.indexing import bool_mask_ndim, key_items
 
 from .autograd import Autograd
@@ -41,7 +41,6 @@ from .ops import FLOATS, native_key
 
 __all__ = ["Backend"]
 
-_CPU = Device("cpu", 0)
 _INT16, _BF16 = paddle.int16, paddle.bfloat16
 _BF16_NUMPY = _dt.bfloat16.numpy
 _mask_ndim = bool_mask_ndim((paddle.Tensor, EagerParamBase, paddle.pir.Value), paddle.bool)
@@ -93,10 +92,8 @@ class Backend(Jit, Autograd, AdapterBase):
     }
     tensor_types = (paddle.Tensor, EagerParamBase)
     from_dlpack = staticmethod(_dlpack.from_dlpack)
-    native_full = staticmethod(
-        lambda shape, v, dt, dev: paddle.full(list(shape), v, dt, device=dev)
-    )
-    native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(list(shape), dt, device=dev))
+    native_full = staticmethod(lambda shape, v, dt, dev: paddle.full(shape, v, dt, device=dev))
+    native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(shape, dt, device=dev))
     convert_hint = "Convert it first, e.g. with tensor.astype('float32')."
     move_hint = "Move it first, e.g. with tensor.cpu()."
     array_limits = ArrayLimits(ndim=9)
@@ -105,11 +102,10 @@ class Backend(Jit, Autograd, AdapterBase):
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
-        """CUDA GPUs visible to Paddle (0 for a CPU build)."""
         return paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
 
     def make_native_device(self, dev: Device):
-        if dev is _CPU:
+        if dev is CPU0:
             return paddle.CPUPlace()
         if dev.type != "gpu" or dev.index >= self.num_gpus():
             return super().make_native_device(dev)
@@ -118,17 +114,12 @@ class Backend(Jit, Autograd, AdapterBase):
     def parse_native_device(self, obj: Any) -> Device | None:
         """A Paddle place (CPUPlace, CUDAPlace, CUDAPinnedPlace, Place) or its text
         ('Place(gpu:0)') as a Device; pinned host memory counts as the CPU."""
-        if isinstance(obj, paddle.base.core.Place):
-            text = str(obj)
-        elif isinstance(obj, str):
-            text = obj.strip()
-        else:
+        if not isinstance(obj, (paddle.base.core.Place, str)):
             return None
-        m = _PLACE_TEXT.match(text)
+        m = _PLACE_TEXT.match(str(obj).strip())
         if m is None:
             return None
-        gpu = m.group("gpu")
-        return _CPU if gpu is None else Device("gpu", int(gpu))
+        return CPU0 if m["gpu"] is None else Device("gpu", int(m["gpu"]))
 
     def native_place(self, x: Any) -> Any:
         return x.place
@@ -145,10 +136,9 @@ class Backend(Jit, Autograd, AdapterBase):
         if not (
             flags.c_contiguous and flags.writeable and flags.aligned and arr.dtype.isnative
         ) or _imported_through_dlpack(arr):
-            dtype = arr.dtype if arr.dtype.isnative else arr.dtype.newbyteorder("=")
-            arr = np.array(arr, dtype=dtype, order="C")
+            arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
         bf16 = arr.dtype == _BF16_NUMPY
-        if dev is not _CPU:
+        if dev is not CPU0:
             # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
             # float32/float64/int32/int64 arrays with paddle.full without the place (gpu:0).
             return paddle.Tensor(
@@ -186,17 +176,14 @@ class Backend(Jit, Autograd, AdapterBase):
         Inside a to_static trace a program value cannot change: the written value is a new
         one, which Paddle's ``__setitem__`` returns (``x[key] = value`` would drop it)."""
         key = native_key(key)
-        whole = all(k is Ellipsis for k in key_items(key))
         mask = _mask_ndim(key) == 0
-        if isinstance(x, paddle.pir.Value):
-            if x.ndim == 0 and (whole or mask):
+        if x.ndim == 0 and (mask or all(k is Ellipsis for k in key_items(key))):
+            if isinstance(x, paddle.pir.Value):
                 if isinstance(value, (paddle.pir.Value, *self.tensor_types)):
                     new = paddle.cast(paddle.reshape(value, []), x.dtype)
                 else:
                     new = paddle.full_like(x, value)
                 return paddle.where(key, new, x) if mask else new
-            return x.__setitem__(key, value)
-        if x.ndim == 0 and (whole or mask):
             # Paddle's set_value kernel rejects a 0-d target (rank 0 "should be less than 7"),
             # and its masked write a 0-d mask: x keeps its value where the mask is False
             if mask and not key.item():
@@ -205,6 +192,8 @@ class Backend(Jit, Autograd, AdapterBase):
                 value = paddle.to_tensor(value, dtype=x.dtype, place=x.place)
             paddle.assign(value.reshape([]).astype(x.dtype), output=x)
             return x
+        if isinstance(x, paddle.pir.Value):
+            return x.__setitem__(key, value)
         with paddle.no_grad() if not x.stop_gradient and x.is_leaf else nullcontext():
             x[key] = value
         return x

@@ -20,13 +20,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 
 import numpy as np
 import tensorflow as tf
 
 from multidev.contract import AdapterBase, env_count
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.dtypes import DType
 
 from . import array_api, indexing
@@ -40,8 +40,6 @@ __all__ = ["CPU_DEVICES_ENV", "Backend", "has_fused_apply"]
 CPU_DEVICES_ENV = "MULTIDEV_TF_CPU_DEVICES"
 
 _NAME = re.compile(r"(?:^|[/:])(CPU|GPU):(\d+)$", re.IGNORECASE)
-#: TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet).
-_ALIGNMENT = array_api.ALIGNMENT
 _DLPACK_KINDS = frozenset("biuf")
 _from_dlpack = tf.experimental.dlpack.from_dlpack
 #: dtypes TensorFlow's fused gradient-descent update has a GPU kernel for
@@ -52,17 +50,14 @@ def _configure_runtime() -> None:
     """Logical CPUs and GPU memory growth, only while TensorFlow is not initialised."""
     n = env_count(CPU_DEVICES_ENV, 2, "logical CPU devices to create")
     cpus = tf.config.list_physical_devices("CPU")
-    gpus = tf.config.list_physical_devices("GPU")
-    try:
+    with suppress(RuntimeError):  # the runtime is initialised already: use what exists
         if n > 1 and cpus and tf.config.get_logical_device_configuration(cpus[0]) is None:
             tf.config.set_logical_device_configuration(
                 cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
             )
-        for gpu in gpus:
+        for gpu in tf.config.list_physical_devices("GPU"):
             if tf.config.get_logical_device_configuration(gpu) is None:
                 tf.config.experimental.set_memory_growth(gpu, True)
-    except RuntimeError:  # the runtime is initialised already: use what exists
-        pass
 
 
 def has_fused_apply(dtype: tf.DType, device: str) -> bool:
@@ -99,11 +94,9 @@ class _StrictPlacement:
                     tf.config.set_soft_device_placement(self._before)
 
 
-def _parse_name(name: str) -> Device | None:
-    m = _NAME.search(name)
-    if m is None:
-        return None
-    return Device(m.group(1).lower(), int(m.group(2)))
+def _parse_name(place: str) -> Device | None:
+    m = _NAME.search(place)
+    return None if m is None else Device(m.group(1).lower(), int(m.group(2)))
 
 
 class Backend(Jit, Autograd, AdapterBase):
@@ -116,14 +109,13 @@ class Backend(Jit, Autograd, AdapterBase):
         "for complex values."
     )
     move_hint = "Copy it to '/CPU:0' with tf.identity first."
-    _devices: list[Device]  # listed once, when the adapter is made
 
     def __init__(self) -> None:
         super().__init__()
         _configure_runtime()
         devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
-        self._default = Device("gpu", 0) if self._num_gpus else Device("cpu", 0)
+        self._default = Device("gpu", 0) if self._num_gpus else CPU0
         self._natives.update({d: self.make_native_device(d) for d in devices})
         self._places[""] = self._default
         # with a GPU every device is scoped: eager puts an unscoped op on GPU:0 when it has a
@@ -139,7 +131,7 @@ class Backend(Jit, Autograd, AdapterBase):
     def list_devices(self) -> list[Device]:
         """TensorFlow's logical CPU and GPU devices, CPUs first, each by index."""
         named = (_parse_name(d.name) for d in tf.config.list_logical_devices())
-        found = {d for d in named if d is not None} | {Device("cpu", 0)}
+        found = {d for d in named if d is not None} | {CPU0}
         return sorted(found, key=lambda d: (d.type != "cpu", d.index))
 
     def default_device(self) -> Device:
@@ -153,18 +145,14 @@ class Backend(Jit, Autograd, AdapterBase):
         """A Device from tf.config.LogicalDevice, tf.config.PhysicalDevice or tf.DeviceSpec."""
         if isinstance(obj, (tf.config.LogicalDevice, tf.config.PhysicalDevice)):
             return _parse_name(obj.name)
-        if isinstance(obj, tf.DeviceSpec):
-            kind = (obj.device_type or "").lower()
-            if kind not in ("cpu", "gpu"):
-                return None
-            return Device(kind, obj.device_index or 0)
+        if isinstance(obj, tf.DeviceSpec) and (obj.device_type or "").lower() in ("cpu", "gpu"):
+            return Device(obj.device_type.lower(), obj.device_index or 0)
         return None
 
     def native_place(self, x) -> str:
         return x.device
 
-    def place_device(self, place: str) -> Device | None:
-        return _parse_name(place)
+    place_device = staticmethod(_parse_name)
 
     def scope(self, dev: Device) -> AbstractContextManager:
         """``tf.device`` for ``dev``; on a GPU with soft placement off, so that an op TensorFlow
@@ -181,12 +169,13 @@ class Backend(Jit, Autograd, AdapterBase):
         """A tensor on ``dev``; shares the array's memory on CPU:0 when TensorFlow can
         (writable, C-contiguous, aligned for its kernels), else copies."""
         if (
-            dev is self._devices[0]
+            dev is CPU0
             and arr.flags.c_contiguous
             and arr.flags.writeable
             and arr.size
             and arr.dtype.kind in _DLPACK_KINDS
-            and arr.ctypes.data % _ALIGNMENT == 0
+            # TensorFlow's kernels assume buffers aligned like this (Eigen's largest packet)
+            and arr.ctypes.data % array_api.ALIGNMENT == 0
         ):
             return _from_dlpack(arr.__dlpack__())
         with self.scope(dev):
@@ -197,10 +186,7 @@ class Backend(Jit, Autograd, AdapterBase):
         try:
             return np.asarray(memoryview(x))
         except (TypeError, ValueError):
-            out = x.numpy()
-            if type(out) is np.ndarray:
-                return out
-            return np.asarray(out, dtype=x.dtype.as_numpy_dtype)
+            return np.asarray(x.numpy(), dtype=x.dtype.as_numpy_dtype)
 
     def to_device(self, x, dev: Device):
         """A new tensor on ``dev`` with its own buffer."""

@@ -18,7 +18,7 @@ import torch
 
 from multidev import dtypes as _dt
 from multidev.contract import AdapterBase
-from multidev.device import Device
+from multidev.device import CPU0, Device
 from multidev.errors import DeviceError
 
 from .autograd import Autograd
@@ -27,7 +27,6 @@ from .jit import Jit
 
 __all__ = ["Backend"]
 
-_CPU = Device("cpu", 0)
 _BF16_NUMPY = _dt.bfloat16.numpy
 
 
@@ -57,13 +56,13 @@ class Backend(Jit, Autograd, AdapterBase):
         function mode (``with torch.device(...)`` and ``torch.set_default_device`` push one)
         that is the CPU, found without ``get_default_device``'s 15 us a call."""
         if not torch._C._len_torch_function_stack() and not torch.compiler.is_compiling():
-            return _CPU
+            return CPU0
         return super().default_device()
 
     def make_native_device(self, dev: Device) -> torch.device:
         if dev.type == "gpu":
             return torch.device("cuda", dev.index)
-        if dev is _CPU:
+        if dev is CPU0:
             return torch.device("cpu")
         raise DeviceError(
             f"Expected cpu or a gpu:i device for the torch backend. Received: {dev}. "
@@ -103,7 +102,7 @@ class Backend(Jit, Autograd, AdapterBase):
             t = torch.from_numpy(np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("=")))
         if bf16:
             t = t.view(torch.bfloat16)
-        if dev is not _CPU:
+        if dev is not CPU0:
             t = t.to(self.native_device(dev))
         return t
 
@@ -129,7 +128,6 @@ class Backend(Jit, Autograd, AdapterBase):
         return isinstance(var, torch.nn.Parameter) and var.requires_grad
 
     def make_variable(self, x) -> torch.nn.Parameter:
-        """A ``torch.nn.Parameter`` holding a copy of x (trainable when floating point)."""
         data = x.detach().clone(memory_format=torch.contiguous_format)
         return torch.nn.Parameter(data, requires_grad=data.is_floating_point())
 

@@ -217,3 +217,7 @@ def default_device() -> Device:
     from . import registry
 
     return registry.current().default_device()
+
+
+#: cpu:0, the device every backend has (devices are interned: ``dev is CPU0`` tests for it)
+CPU0 = Device("cpu", 0)
