@@ -70,13 +70,18 @@ def native_table(
     modules: Sequence[Any] = (),
     reduce_keywords: tuple[str, str] = ("axis", "keepdims"),
     axes: type = tuple,
+    grads: Callable[..., tuple] | None = None,
+    losses: tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] | None = None,
 ) -> dict[str, Callable[..., Any]]:
     """``ops`` (functions of native tensors), the entries of the ``OPS`` dicts of the
     adapter's reference ``modules`` (``cnn_reference.py``, ``sequence_reference.py``; the first
-    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS`` and
-    ``REDUCTION_KEYS`` that all of them lack from the first of ``namespaces`` that has them
-    (reductions called with the framework's ``reduce_keywords`` and the axes as ``axes``), as
-    functions of NumPy arrays."""
+    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS``,
+    ``FUNCTIONAL_KEYS`` and ``REDUCTION_KEYS`` that all of them lack from the first of
+    ``namespaces`` that has them (reductions called with the framework's ``reduce_keywords``
+    and the axes as ``axes``), as functions of NumPy arrays. With ``grads`` and the
+    framework's ``losses`` (``mse_loss``, ``cross_entropy``; see ``gradient_keys``), the
+    ``grad_*`` keys that ``ops`` lacks differentiate those and the table's own ``GRADIENT_OF``
+    entries."""
 
     def arg(a: Any) -> Any:
         if isinstance(a, np.ndarray):
@@ -108,7 +113,7 @@ def native_table(
     table = dict(ops)
     for module in modules:
         table.update((k, v) for k, v in module.OPS.items() if k not in table)
-    for name, names in NAMESPACE_KEYS.items():
+    for name, names in {**NAMESPACE_KEYS, **FUNCTIONAL_KEYS}.items():
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = fn
@@ -116,6 +121,8 @@ def native_table(
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = _reduction(fn, reduce_keywords, axes)
+    if grads is not None:
+        table = {**_gradient_keys(grads, losses, table), **table}
     return {name: lift(name, fn) for name, fn in table.items()}
 
 
@@ -213,3 +220,32 @@ def bfloat16_numpy(
         return to_numpy(t)
 
     return convert
+
+
+#: reference keys with PyTorch's functional meaning and call (``linear`` with an (out, in)
+#: weight, ``conv2d`` on NCHW with (x, w, b, stride, padding, dilation, groups)), found by
+#: the same rule as ``NAMESPACE_KEYS``
+FUNCTIONAL_KEYS = _by_name("linear conv2d")
+
+#: the table's entries that ``native_table``'s ``grads`` differentiates for the ``grad_*`` keys
+GRADIENT_OF = ("linear", "relu", "softmax")
+
+
+def _gradient_keys(
+    grads: Callable[..., tuple], losses: Sequence[Callable[..., Any]] | None, table: Mapping
+) -> dict[str, Any]:
+    """``gradient_keys`` of the table's own ``GRADIENT_OF`` entries and ``losses``; TypeError
+    naming what it lacks."""
+    missing = [name for name in GRADIENT_OF if name not in table]
+    missing += [] if losses is not None else ["losses=(mse_loss, cross_entropy)"]
+    if missing or losses is None:
+        raise TypeError(
+            f"Expected the reference entries {', '.join(GRADIENT_OF)} and losses=(mse_loss, "
+            f"cross_entropy) for the grad_* keys that grads differentiates. Received: no "
+            f"{', '.join(missing)}. Write the entries in the table (or find them in its "
+            "namespaces) and pass losses, or write gradient_keys(...) instead."
+        )
+    return gradient_keys(grads, *(table[name] for name in GRADIENT_OF), *losses)
+
+
+__all__ += ["FUNCTIONAL_KEYS", "GRADIENT_OF"]
