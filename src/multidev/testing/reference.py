@@ -248,4 +248,39 @@ def _gradient_keys(
     return gradient_keys(grads, *(table[name] for name in GRADIENT_OF), *losses)
 
 
-__all__ += ["FUNCTIONAL_KEYS", "GRADIENT_OF"]
+# The suite's computations in plain NumPy, for the NumPy adapter's reference table and for the
+# conformance tests that check multidev against NumPy.
+
+
+def numpy_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """Softmax along ``axis``, shifted by the maximum."""
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def numpy_log_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """Log-softmax along ``axis``, shifted by the maximum."""
+    shifted = a - a.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def numpy_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """``x @ w.T + b`` (weight (out, in), bias None: none)."""
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+def numpy_adaptive_avg_pool2d(x: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """The mean of NCHW ``x`` over PyTorch's adaptive windows (cell i spans floor(i*H/out) to
+    ceil((i+1)*H/out))."""
+    (h, w), (oh, ow) = x.shape[2:], size
+    out = np.empty((*x.shape[:2], oh, ow), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            cell = x[:, :, i * h // oh : -(-(i + 1) * h // oh), j * w // ow : -(-(j + 1) * w // ow)]
+            out[:, :, i, j] = cell.mean(axis=(2, 3))
+    return out
+
+
+__all__ += ["FUNCTIONAL_KEYS", "GRADIENT_OF", "numpy_adaptive_avg_pool2d", "numpy_linear"]
+__all__ += ["numpy_log_softmax", "numpy_softmax"]
