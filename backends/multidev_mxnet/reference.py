@@ -21,11 +21,6 @@ from . import cnn_reference, sequence_reference
 __all__ = ["OPS"]
 
 
-def _mx(a) -> mnp.ndarray:
-    a = np.asarray(a)
-    return mnp.array(a, dtype=a.dtype)
-
-
 def _log_softmax(x, axis):
     return npx.log_softmax(x.astype(np.float64), axis=axis).astype(x.dtype)
 
@@ -47,7 +42,7 @@ def _cross_entropy(z, labels):
 OPS = {
     name: mx.util.use_np(fn)
     for name, fn in native_table(
-        _mx,
+        lambda a: mnp.array(a, dtype=a.dtype),  # a NumPy array (native_table converts no other)
         lambda x: x.asnumpy(),
         {
             "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
