@@ -96,3 +96,22 @@ def test_reference_bfloat16_helpers_pass_the_bits_and_read_them_back():
     back = to_numpy(a.view(np.uint16))
     assert back.dtype == bf16
     np.testing.assert_array_equal(back.view(np.uint16), a.view(np.uint16))
+
+
+def test_reference_grad_keys_differentiate_the_tables_own_entries():
+    # a stand-in for autograd that returns the value of what it differentiates
+    def grads(fn, tensors, gy=None):
+        return (fn(*tensors),)
+
+    ns = types.SimpleNamespace(linear=lambda x, w, b: x @ w.T + b, softmax=lambda a, axis: a)
+    losses = (lambda a, b: ((a - b) ** 2).mean(), lambda z, y: z[0, y[0]])
+    ops = {"relu": lambda a: np.maximum(a, 0), "grad_cross_entropy": lambda z, y: "written"}
+    table = reference.native_table(np.asarray, np.asarray, ops, np, ns, grads=grads, losses=losses)
+    x = np.array([[-1.0, 2.0]])
+    np.testing.assert_array_equal(table["grad_relu"](x, None), [[0.0, 2.0]])
+    np.testing.assert_array_equal(table["linear"](x, np.eye(2), np.ones(2)), [[0.0, 3.0]])
+    assert table["grad_linear"](x, np.eye(2), np.ones(2), None)[0].tolist() == [[0.0, 3.0]]
+    assert table["grad_mse_loss"](x, x) == 0.0
+    assert table["grad_cross_entropy"](x, [1]) == "written"  # an entry of ``ops`` wins
+    with pytest.raises(TypeError, match=r"Received: no relu, losses=\(mse_loss, cross_entropy\)\."):
+        reference.native_table(np.asarray, np.asarray, {}, ns, grads=grads)

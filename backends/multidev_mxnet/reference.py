@@ -14,16 +14,11 @@ import numpy as np
 from mxnet import gluon, npx
 from mxnet import np as mnp
 
-from multidev.testing.reference import eager_sgd_step, gradient_keys, native_table, tape_grads
+from multidev.testing.reference import eager_sgd_step, native_table, tape_grads
 
 from . import cnn_reference, sequence_reference
 
 __all__ = ["OPS"]
-
-
-def _mx(a) -> mnp.ndarray:
-    a = np.asarray(a)
-    return mnp.array(a, dtype=a.dtype)
 
 
 def _log_softmax(x, axis):
@@ -47,7 +42,7 @@ def _cross_entropy(z, labels):
 OPS = {
     name: mx.util.use_np(fn)
     for name, fn in native_table(
-        _mx,
+        lambda a: mnp.array(a, dtype=a.dtype),  # a NumPy array (native_table converts no other)
         lambda x: x.asnumpy(),
         {
             "conv2d": lambda x, w, b, s, p, d, g: npx.convolution(
@@ -66,12 +61,6 @@ OPS = {
             "softmax": lambda x, axis: npx.softmax(x, axis=axis),
             "log_softmax": _log_softmax,
             "linear": _linear,
-            # gradients by mx.autograd (gy: the output's gradient; losses are scalars)
-            **gradient_keys(
-                tape_grads(lambda x: x.attach_grad(), mx.autograd.record),
-                *(_linear, npx.relu, lambda t, axis: npx.softmax(t, axis=axis), _mse),
-                _cross_entropy,
-            ),
             # native interop: what MXNet's own tools see of net.native
             "native_parameters": lambda module: list(module.collect_params().values()),
             # a gluon Trainer with 'sgd' over module.collect_params()
@@ -88,5 +77,7 @@ OPS = {
         mnp,
         npx,
         modules=[sequence_reference, cnn_reference],
+        grads=tape_grads(lambda x: x.attach_grad(), mx.autograd.record),  # by mx.autograd
+        losses=(_mse, _cross_entropy),
     ).items()
 }

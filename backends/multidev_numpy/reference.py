@@ -10,24 +10,9 @@ import math
 
 import numpy as np
 
-from multidev.testing.reference import native_table
+from multidev.testing import reference as ref
 
 __all__ = ["OPS"]
-
-
-def _softmax(a: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(a - a.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _log_softmax(a: np.ndarray, axis: int) -> np.ndarray:
-    shifted = a - a.max(axis=axis, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
-
-
-def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    y = x @ w.T
-    return y if b is None else y + b
 
 
 def _grad_linear(x, w, b, gy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -36,7 +21,7 @@ def _grad_linear(x, w, b, gy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _grad_softmax(x: np.ndarray, axis: int, gy: np.ndarray) -> np.ndarray:
-    s = _softmax(x, axis)
+    s = ref.numpy_softmax(x, axis)
     return s * (gy - (gy * s).sum(axis=axis, keepdims=True))
 
 
@@ -44,7 +29,7 @@ def _grad_cross_entropy(z: np.ndarray, labels) -> np.ndarray:
     """d mean_i(-log_softmax(z)[i, labels[i]]) / dz."""
     onehot = np.zeros_like(z)
     onehot[np.arange(z.shape[0]), np.asarray(labels, dtype=np.int64)] = 1
-    return (_softmax(z, 1) - onehot) / z.shape[0]
+    return (ref.numpy_softmax(z, 1) - onehot) / z.shape[0]
 
 
 def _conv2d(x, w, b, stride, padding, dilation, groups) -> np.ndarray:
@@ -98,17 +83,6 @@ def _pool(reduce, fill):
     return pool
 
 
-def _adaptive_avg_pool2d(x: np.ndarray, size) -> np.ndarray:
-    """The mean over PyTorch's adaptive windows (floor(i*H/out) to ceil((i+1)*H/out))."""
-    (h, w), (oh, ow) = x.shape[2:], size
-    out = np.empty((*x.shape[:2], oh, ow), x.dtype)
-    for i in range(oh):
-        for j in range(ow):
-            cell = x[:, :, i * h // oh : -(-(i + 1) * h // oh), j * w // ow : -(-(j + 1) * w // ow)]
-            out[:, :, i, j] = cell.mean(axis=(2, 3))
-    return out
-
-
 def _batch_norm_train(x: np.ndarray, w, b, eps) -> np.ndarray:
     mean, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
@@ -120,19 +94,19 @@ def _group_norm(x: np.ndarray, groups, w, b, eps) -> np.ndarray:
     return y * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
 
 
-OPS = native_table(
+OPS = ref.native_table(
     np.asarray,
     np.asarray,
     {
         "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
         "relu": lambda a: np.maximum(a, 0),
-        "softmax": _softmax,
-        "log_softmax": _log_softmax,
-        "linear": _linear,
+        "softmax": ref.numpy_softmax,
+        "log_softmax": ref.numpy_log_softmax,
+        "linear": ref.numpy_linear,
         "conv2d": _conv2d,
         "max_pool2d": _pool(np.max, -np.inf),
         "avg_pool2d": _pool(np.mean, 0.0),
-        "adaptive_avg_pool2d": _adaptive_avg_pool2d,
+        "adaptive_avg_pool2d": ref.numpy_adaptive_avg_pool2d,
         "batch_norm_train": _batch_norm_train,
         "group_norm": _group_norm,
         "layer_norm": _layer_norm,

@@ -35,12 +35,7 @@ OPS = ref.native_table(
     ref.bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
     ref.bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
     {
-        "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, list(s), list(p), list(d), g),
         "linear": _linear,
-        # gradients by Paddle's autograd (gy: the output's gradient; losses are scalars)
-        **ref.gradient_keys(
-            ref.tape_grads(_watch), *(_linear, F.relu, F.softmax, F.mse_loss, F.cross_entropy)
-        ),
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": ref.eager_sgd_step(
@@ -56,4 +51,6 @@ OPS = ref.native_table(
     modules=[sequence_reference, cnn_reference],
     reduce_keywords=("axis", "keepdim"),
     axes=list,
+    grads=ref.tape_grads(_watch),  # gradients by Paddle's autograd
+    losses=(F.mse_loss, F.cross_entropy),
 )

@@ -69,7 +69,6 @@ OPS = native_table(
             ),
             (0, 3, 1, 2),
         ),
-        "divide": tf.math.truediv,
         "matmul": tnp.matmul,
         "argmax": tnp.argmax,  # axis None: the flattened tensor's index, as in NumPy
         "linear": _linear,

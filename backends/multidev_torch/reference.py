@@ -21,17 +21,10 @@ OPS = ref.native_table(
         lambda t: t.view(torch.int16),
     ),
     {
-        "linear": F.linear,
-        "conv2d": lambda x, w, b, s, p, d, g: F.conv2d(x, w, b, s, p, d, g),
         "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
             x, k, s, p, d, ceil, return_indices=True
         ),
         "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
-        # gradients by torch.autograd (gy: the output's gradient; losses are scalars)
-        **ref.gradient_keys(
-            ref.tape_grads(torch.Tensor.requires_grad_),
-            *(F.linear, torch.relu, torch.softmax, F.mse_loss, F.cross_entropy),
-        ),
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         # torch.conj only sets a lazy bit NumPy cannot read
@@ -42,7 +35,9 @@ OPS = ref.native_table(
             F.mse_loss,
         ),
     },
-    torch,
+    *(torch, F),
     modules=[sequence_reference, cnn_reference],
     reduce_keywords=("dim", "keepdim"),
+    grads=ref.tape_grads(torch.Tensor.requires_grad_),  # gradients by torch.autograd
+    losses=(F.mse_loss, F.cross_entropy),
 )

@@ -70,13 +70,18 @@ def native_table(
     modules: Sequence[Any] = (),
     reduce_keywords: tuple[str, str] = ("axis", "keepdims"),
     axes: type = tuple,
+    grads: Callable[..., tuple] | None = None,
+    losses: tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] | None = None,
 ) -> dict[str, Callable[..., Any]]:
     """``ops`` (functions of native tensors), the entries of the ``OPS`` dicts of the
     adapter's reference ``modules`` (``cnn_reference.py``, ``sequence_reference.py``; the first
-    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS`` and
-    ``REDUCTION_KEYS`` that all of them lack from the first of ``namespaces`` that has them
-    (reductions called with the framework's ``reduce_keywords`` and the axes as ``axes``), as
-    functions of NumPy arrays."""
+    that has a key gives it) that ``ops`` lacks, and the ``NAMESPACE_KEYS``,
+    ``FUNCTIONAL_KEYS`` and ``REDUCTION_KEYS`` that all of them lack from the first of
+    ``namespaces`` that has them (reductions called with the framework's ``reduce_keywords``
+    and the axes as ``axes``), as functions of NumPy arrays. With ``grads`` and the
+    framework's ``losses`` (``mse_loss``, ``cross_entropy``; see ``gradient_keys``), the
+    ``grad_*`` keys that ``ops`` lacks differentiate those and the table's own ``GRADIENT_OF``
+    entries."""
 
     def arg(a: Any) -> Any:
         if isinstance(a, np.ndarray):
@@ -108,7 +113,7 @@ def native_table(
     table = dict(ops)
     for module in modules:
         table.update((k, v) for k, v in module.OPS.items() if k not in table)
-    for name, names in NAMESPACE_KEYS.items():
+    for name, names in {**NAMESPACE_KEYS, **FUNCTIONAL_KEYS}.items():
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = fn
@@ -116,6 +121,8 @@ def native_table(
         fn = find_native(namespaces, names) if name not in table else None
         if fn is not None:
             table[name] = _reduction(fn, reduce_keywords, axes)
+    if grads is not None:
+        table = {**_gradient_keys(grads, losses, table), **table}
     return {name: lift(name, fn) for name, fn in table.items()}
 
 
@@ -213,3 +220,67 @@ def bfloat16_numpy(
         return to_numpy(t)
 
     return convert
+
+
+#: reference keys with PyTorch's functional meaning and call (``linear`` with an (out, in)
+#: weight, ``conv2d`` on NCHW with (x, w, b, stride, padding, dilation, groups)), found by
+#: the same rule as ``NAMESPACE_KEYS``
+FUNCTIONAL_KEYS = _by_name("linear conv2d")
+
+#: the table's entries that ``native_table``'s ``grads`` differentiates for the ``grad_*`` keys
+GRADIENT_OF = ("linear", "relu", "softmax")
+
+
+def _gradient_keys(
+    grads: Callable[..., tuple], losses: Sequence[Callable[..., Any]] | None, table: Mapping
+) -> dict[str, Any]:
+    """``gradient_keys`` of the table's own ``GRADIENT_OF`` entries and ``losses``; TypeError
+    naming what it lacks."""
+    missing = [name for name in GRADIENT_OF if name not in table]
+    missing += [] if losses is not None else ["losses=(mse_loss, cross_entropy)"]
+    if missing or losses is None:
+        raise TypeError(
+            f"Expected the reference entries {', '.join(GRADIENT_OF)} and losses=(mse_loss, "
+            f"cross_entropy) for the grad_* keys that grads differentiates. Received: no "
+            f"{', '.join(missing)}. Write the entries in the table (or find them in its "
+            "namespaces) and pass losses, or write gradient_keys(...) instead."
+        )
+    return gradient_keys(grads, *(table[name] for name in GRADIENT_OF), *losses)
+
+
+# The suite's computations in plain NumPy, for the NumPy adapter's reference table and for the
+# conformance tests that check multidev against NumPy.
+
+
+def numpy_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """Softmax along ``axis``, shifted by the maximum."""
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def numpy_log_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """Log-softmax along ``axis``, shifted by the maximum."""
+    shifted = a - a.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def numpy_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """``x @ w.T + b`` (weight (out, in), bias None: none)."""
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+def numpy_adaptive_avg_pool2d(x: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """The mean of NCHW ``x`` over PyTorch's adaptive windows (cell i spans floor(i*H/out) to
+    ceil((i+1)*H/out))."""
+    (h, w), (oh, ow) = x.shape[2:], size
+    out = np.empty((*x.shape[:2], oh, ow), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            cell = x[:, :, i * h // oh : -(-(i + 1) * h // oh), j * w // ow : -(-(j + 1) * w // ow)]
+            out[:, :, i, j] = cell.mean(axis=(2, 3))
+    return out
+
+
+__all__ += ["FUNCTIONAL_KEYS", "GRADIENT_OF", "numpy_adaptive_avg_pool2d", "numpy_linear"]
+__all__ += ["numpy_log_softmax", "numpy_softmax"]

@@ -14,6 +14,7 @@ import multidev as md
 from multidev import nn
 from multidev.testing import native_reference
 from multidev.testing.models import TORCH_EXPECTED, build, describe
+from multidev.testing.reference import numpy_linear
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -247,18 +248,13 @@ def test_state_dict_converts_dtype_into_the_parameter():
 # ------------------------------------------------------------------ layers
 
 
-def _np_linear(x, w, b):
-    y = x @ w.T
-    return y if b is None else y + b
-
-
 def test_linear_stores_weight_out_by_in_and_matches_references(bk, rng):
     lin = nn.Linear(5, 3)
     assert lin.weight.shape == (3, 5) and lin.bias.shape == (3,)
     x = rng.standard_normal((4, 5)).astype(np.float32)
     w, b = lin.weight.numpy(), lin.bias.numpy()
     got = lin(md.asarray(x)).numpy()
-    np.testing.assert_allclose(got, _np_linear(x, w, b), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(got, numpy_linear(x, w, b), rtol=RTOL, atol=ATOL)
     ref = native_reference(bk)
     if ref is not None:
         np.testing.assert_allclose(got, ref["linear"](x, w, b), rtol=RTOL, atol=ATOL)
@@ -270,7 +266,7 @@ def test_linear_on_other_input_ranks(bk, rng, shape):
     x = rng.standard_normal(shape).astype(np.float32)
     got = lin(md.asarray(x))
     assert got.shape == (*shape[:-1], 3)
-    want = _np_linear(x, lin.weight.numpy(), lin.bias.numpy())
+    want = numpy_linear(x, lin.weight.numpy(), lin.bias.numpy())
     np.testing.assert_allclose(got.numpy(), want, rtol=RTOL, atol=ATOL)
 
 
@@ -280,7 +276,7 @@ def test_linear_without_bias_matches_native_reference(bk, rng):
     assert [n for n, _ in lin.named_parameters()] == ["weight"]
     x = rng.standard_normal((3, 6)).astype(np.float32)
     got = lin(md.asarray(x)).numpy()
-    np.testing.assert_allclose(got, _np_linear(x, lin.weight.numpy(), None), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(got, numpy_linear(x, lin.weight.numpy(), None), rtol=RTOL, atol=ATOL)
     ref = native_reference(bk)
     if ref is not None:
         want = ref["linear"](x, lin.weight.numpy(), None)
@@ -292,7 +288,7 @@ def test_linear_promotes_integer_input():
     x = md.asarray([[1, 2]])
     out = lin(x)
     assert out.dtype is md.float32
-    want = _np_linear(np.array([[1.0, 2.0]], np.float32), lin.weight.numpy(), lin.bias.numpy())
+    want = numpy_linear(np.array([[1.0, 2.0]], np.float32), lin.weight.numpy(), lin.bias.numpy())
     np.testing.assert_allclose(out.numpy(), want, rtol=RTOL, atol=ATOL)
 
 
