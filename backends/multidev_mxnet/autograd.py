@@ -78,11 +78,9 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
         args = tuple(_np_array(x) for x in args)
         kwargs = {k: _np_array(x) for k, x in kwargs.items()}
         if "forward" in self._md_block.__dict__ and not kwargs:
-            object.__setattr__(
-                self,
-                "_md_last_inputs",
-                [(x.shape, x.dtype, x.ctx) for x in args if isinstance(x, mx.np.ndarray)],
-            )
+            self.__dict__["_md_last_inputs"] = [  # past gluon's __setattr__
+                (x.shape, x.dtype, x.ctx) for x in args if isinstance(x, mx.np.ndarray)
+            ]
         return call(self._md_block, args, kwargs)
 
 
@@ -134,16 +132,14 @@ class Autograd:
         return var._grad[0]
 
     def set_grad(self, var, value) -> None:
+        if value is None:
+            self.clear_grads([var])  # nothing to clear where grad_req is 'null'
+            return
         if var.grad_req == "null":
-            if value is None:
-                return
             raise TypeError(
                 "Expected a floating-point parameter to hold a gradient. Received: a gluon "
                 "Parameter with grad_req='null' (integer or bool values)."
             )
-        if value is None:
-            self.clear_grads([var])
-            return
         var.grad(var.list_ctx()[0])[...] = value
         setattr(var, _HAS_GRAD, True)
 
