@@ -56,8 +56,7 @@ def getitem(x, key):
 
 def _take(x, ints: tuple):
     """Integer keys through gather (TensorFlow's strided slicing costs several times more)."""
-    shape = x.shape.as_list()
-    pos = checked_key(ints, shape, _mask_ndim, _index)[: len(ints)]
+    pos = checked_key(ints, x.shape.as_list(), _mask_ndim, _index)[: len(ints)]
     if len(pos) == 1:
         return tf.gather(x, pos[0])
     if len(pos) > _GATHER_ND_COLUMNS:
@@ -67,12 +66,6 @@ def _take(x, ints: tuple):
 
 #: tf.gather_nd takes at most 7 index columns; more indexed axes are merged into one first
 _GATHER_ND_COLUMNS = 7
-
-
-def _merge_leading(x, k: int):
-    """``x`` with its first ``k`` axes merged into one (row-major), for one ``tf.gather``."""
-    shape = tf.shape(x)
-    return tf.reshape(x, tf.concat([[tf.reduce_prod(shape[:k])], shape[k:]], axis=0))
 
 
 def _reason(e: tf.errors.OpError) -> str:
@@ -107,9 +100,11 @@ def _take_nd(x, idxs: list, shape: tuple):
     idx = tf.stack([tf.broadcast_to(tf.cast(i, tf.int64), shape) for i in idxs], axis=-1)
     if len(idxs) <= _GATHER_ND_COLUMNS:
         return tf.gather_nd(x, idx)
-    strides = np.cumprod([1, *x.shape.as_list()[len(idxs) - 1 : 0 : -1]])[::-1]
-    flat = tf.tensordot(idx, tf.constant(strides, tf.int64), 1)
-    return tf.gather(_merge_leading(x, len(idxs)), flat)
+    k = len(idxs)  # the leading axes merged into one (row-major), the positions flattened
+    strides = np.cumprod([1, *x.shape.as_list()[k - 1 : 0 : -1]])[::-1]
+    dims = tf.shape(x)
+    merged = tf.reshape(x, tf.concat([[tf.reduce_prod(dims[:k])], dims[k:]], axis=0))
+    return tf.gather(merged, tf.tensordot(idx, tf.constant(strides, tf.int64), 1))
 
 
 _GATHER = Gather(
