@@ -48,9 +48,9 @@ def getitem(x, key):
             return x[key]
         return gather(x, keys, x.shape.as_list(), _GATHER, _mask_ndim)
     except tf.errors.InvalidArgumentError as e:
+        items = ", ".join(map(_describe, key_items(key)))
         raise IndexError(
-            f"Expected indices within shape {tuple(x.shape)}. Received: {_describe(key)} "
-            f"({_reason(e)})"
+            f"Expected indices within shape {tuple(x.shape)}. Received: [{items}] ({_reason(e)})"
         ) from None
 
 
@@ -73,14 +73,11 @@ def _reason(e: tf.errors.OpError) -> str:
     return e.message.splitlines()[0].split("}} ", 1)[-1].split(" [Op:", 1)[0]
 
 
-def _describe(key) -> str:
-    parts = [
-        f"tensor(shape={tuple(k.shape)}, dtype={k.dtype.name})"
-        if isinstance(k, _TENSORS)
-        else repr(k)
-        for k in key_items(key)
-    ]
-    return "[" + ", ".join(parts) + "]"
+def _describe(k) -> str:
+    """A key item as the error shows it (tensors by shape and dtype)."""
+    if isinstance(k, _TENSORS):
+        return f"tensor(shape={tuple(k.shape)}, dtype={k.dtype.name})"
+    return repr(k)
 
 
 def _index(k, n: int):
