@@ -84,7 +84,7 @@ def _index(k, n: int):
     """An int64 index tensor with negative entries counted from the end of a length-n axis."""
     if k.dtype not in _INDEX_DTYPES:
         k = tf.cast(k, tf.int64)
-    return k if k.dtype.is_unsigned else tf.where(k < 0, k + n, k)
+    return tf.where(k < 0, k + n, k)
 
 
 def _mask_ndim(k) -> int | None:
