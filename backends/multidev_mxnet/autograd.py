@@ -6,9 +6,7 @@ each gluon ``Parameter``'s gradient buffer, which ``make_variable`` creates with
 PyTorch. (A gluon ``Trainer`` over these parameters therefore needs the gradients zeroed
 between steps too: ``opt.zero_grad()``, or ``zero_grad()`` on each parameter.) A buffer
 counts as holding a gradient once a backward wrote it (``_fresh_grad``), until it is zeroed.
-``native_module(block)`` is a gluon ``HybridBlock`` holding the Block's gluon Parameters;
-its ``hybridize()`` is the Block's (the forward runs as a ``CachedOp``) and its ``export``
-writes Gluon's symbol + params files.
+``native_module(block)`` is ``NativeBlock``, a gluon ``HybridBlock`` (see there).
 """
 
 from __future__ import annotations
