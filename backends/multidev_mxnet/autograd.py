@@ -105,10 +105,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
+    no_grad = staticmethod(lambda recordings: mx.autograd.pause())
     native_module = NativeBlock
-
-    def no_grad(self, recordings: Sequence[Any]):
-        return mx.autograd.pause()
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         untraceable(STEP)  # in a trace of a training step md.jit compiles its forwards only
