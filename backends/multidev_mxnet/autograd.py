@@ -6,9 +6,7 @@ each gluon ``Parameter``'s gradient buffer, which ``make_variable`` creates with
 PyTorch. (A gluon ``Trainer`` over these parameters therefore needs the gradients zeroed
 between steps too: ``opt.zero_grad()``, or ``zero_grad()`` on each parameter.) A buffer
 counts as holding a gradient once a backward wrote it (``_fresh_grad``), until it is zeroed.
-``native_module(block)`` is a gluon ``HybridBlock`` holding the Block's gluon Parameters;
-its ``hybridize()`` is the Block's (the forward runs as a ``CachedOp``) and its ``export``
-writes Gluon's symbol + params files.
+``native_module(block)`` is ``NativeBlock``, a gluon ``HybridBlock`` (see there).
 """
 
 from __future__ import annotations
@@ -78,11 +76,9 @@ class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
         args = tuple(_np_array(x) for x in args)
         kwargs = {k: _np_array(x) for k, x in kwargs.items()}
         if "forward" in self._md_block.__dict__ and not kwargs:
-            object.__setattr__(
-                self,
-                "_md_last_inputs",
-                [(x.shape, x.dtype, x.ctx) for x in args if isinstance(x, mx.np.ndarray)],
-            )
+            self.__dict__["_md_last_inputs"] = [  # past gluon's __setattr__
+                (x.shape, x.dtype, x.ctx) for x in args if isinstance(x, mx.np.ndarray)
+            ]
         return call(self._md_block, args, kwargs)
 
 
@@ -109,10 +105,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
+    no_grad = staticmethod(lambda recordings: mx.autograd.pause())
     native_module = NativeBlock
-
-    def no_grad(self, recordings: Sequence[Any]):
-        return mx.autograd.pause()
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:
         untraceable(STEP)  # in a trace of a training step md.jit compiles its forwards only
@@ -134,16 +128,14 @@ class Autograd:
         return var._grad[0]
 
     def set_grad(self, var, value) -> None:
+        if value is None:
+            self.clear_grads([var])  # nothing to clear where grad_req is 'null'
+            return
         if var.grad_req == "null":
-            if value is None:
-                return
             raise TypeError(
                 "Expected a floating-point parameter to hold a gradient. Received: a gluon "
                 "Parameter with grad_req='null' (integer or bool values)."
             )
-        if value is None:
-            self.clear_grads([var])
-            return
         var.grad(var.list_ctx()[0])[...] = value
         setattr(var, _HAS_GRAD, True)
 

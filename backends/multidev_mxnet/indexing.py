@@ -25,32 +25,23 @@ def like(x, value):
     return full((), value, x.dtype, x.ctx)
 
 
-def _only_new_axes(key) -> bool:
-    """Whether ``key`` only adds axes (None, Ellipsis, ()): all a 0-d array can take."""
-    return all(k is None or k is Ellipsis for k in key_items(key))
-
-
 def _has_array(key) -> bool:
     if type(key) is tuple:
         return any(isinstance(k, mnp.ndarray) for k in key)
     return isinstance(key, mnp.ndarray)
 
 
-def _host_key(key):
-    if type(key) is tuple:
-        return tuple(_host_key(k) for k in key)
-    return key.asnumpy() if isinstance(key, mnp.ndarray) else key
-
-
 def getitem(x, key):
     if _has_array(key) and 0 in x.shape:
         # MXNet's gather kernels crash on zero-size arrays: the result holds no values anyway
-        shape = np.empty(x.shape, dtype=np.bool_)[_host_key(key)].shape
+        host = tuple(k.asnumpy() if isinstance(k, mnp.ndarray) else k for k in key_items(key))
+        shape = np.empty(x.shape, dtype=np.bool_)[host].shape
         return mnp.zeros(shape, dtype=x.dtype, ctx=x.ctx)
     try:
         return x[key]
     except IndexError:
-        if x.ndim != 0 or not _only_new_axes(key):
+        # all a 0-d array takes are keys that only add axes (None, Ellipsis, ())
+        if x.ndim != 0 or any(k is not None and k is not Ellipsis for k in key_items(key)):
             raise
     return x.reshape((1,) * sum(k is None for k in key_items(key)))
 
@@ -76,19 +67,16 @@ def _index(k, size: int):
 def _write_zero_dim(x, key, value) -> None:
     """``x[key] = value`` for a 0-d x, whose only keys MXNet takes are ``()``: keys that only
     add axes (None, Ellipsis), or a 0-d bool mask."""
-    items = key if type(key) is tuple else (key,)
-    masks = [k for k in items if isinstance(k, mnp.ndarray)]
-    if any(
-        k is not None and k is not Ellipsis and not isinstance(k, mnp.ndarray) for k in items
-    ) or (masks and (len(masks) > 1 or masks[0].dtype != _BOOL or masks[0].ndim != 0)):
+    items = [k for k in key_items(key) if k is not None and k is not Ellipsis]
+    if len(items) > 1 or (items and _mask_ndim(items[0]) != 0):
         raise IndexError(f"Expected a key for a 0-d array. Received: {key!r}")
     scalar = isinstance(value, _SCALARS)
     if not scalar:
         if value.size == 0:
             return
         value = value.reshape(())
-    if masks:
-        value = mnp.where(masks[0], like(x, value) if scalar else value, x)
+    if items:
+        value = mnp.where(items[0], like(x, value) if scalar else value, x)
     x[()] = value
 
 

@@ -48,16 +48,15 @@ def getitem(x, key):
             return x[key]
         return gather(x, keys, x.shape.as_list(), _GATHER, _mask_ndim)
     except tf.errors.InvalidArgumentError as e:
+        items = ", ".join(map(_describe, key_items(key)))
         raise IndexError(
-            f"Expected indices within shape {tuple(x.shape)}. Received: {_describe(key)} "
-            f"({_reason(e)})"
+            f"Expected indices within shape {tuple(x.shape)}. Received: [{items}] ({_reason(e)})"
         ) from None
 
 
 def _take(x, ints: tuple):
     """Integer keys through gather (TensorFlow's strided slicing costs several times more)."""
-    shape = x.shape.as_list()
-    pos = checked_key(ints, shape, _mask_ndim, _index)[: len(ints)]
+    pos = checked_key(ints, x.shape.as_list(), _mask_ndim, _index)[: len(ints)]
     if len(pos) == 1:
         return tf.gather(x, pos[0])
     if len(pos) > _GATHER_ND_COLUMNS:
@@ -69,32 +68,23 @@ def _take(x, ints: tuple):
 _GATHER_ND_COLUMNS = 7
 
 
-def _merge_leading(x, k: int):
-    """``x`` with its first ``k`` axes merged into one (row-major), for one ``tf.gather``."""
-    shape = tf.shape(x)
-    return tf.reshape(x, tf.concat([[tf.reduce_prod(shape[:k])], shape[k:]], axis=0))
-
-
 def _reason(e: tf.errors.OpError) -> str:
     """TensorFlow's message without its node and op decorations."""
     return e.message.splitlines()[0].split("}} ", 1)[-1].split(" [Op:", 1)[0]
 
 
-def _describe(key) -> str:
-    parts = [
-        f"tensor(shape={tuple(k.shape)}, dtype={k.dtype.name})"
-        if isinstance(k, _TENSORS)
-        else repr(k)
-        for k in key_items(key)
-    ]
-    return "[" + ", ".join(parts) + "]"
+def _describe(k) -> str:
+    """A key item as the error shows it (tensors by shape and dtype)."""
+    if isinstance(k, _TENSORS):
+        return f"tensor(shape={tuple(k.shape)}, dtype={k.dtype.name})"
+    return repr(k)
 
 
 def _index(k, n: int):
     """An int64 index tensor with negative entries counted from the end of a length-n axis."""
     if k.dtype not in _INDEX_DTYPES:
         k = tf.cast(k, tf.int64)
-    return k if k.dtype.is_unsigned else tf.where(k < 0, k + n, k)
+    return tf.where(k < 0, k + n, k)
 
 
 def _mask_ndim(k) -> int | None:
@@ -107,9 +97,11 @@ def _take_nd(x, idxs: list, shape: tuple):
     idx = tf.stack([tf.broadcast_to(tf.cast(i, tf.int64), shape) for i in idxs], axis=-1)
     if len(idxs) <= _GATHER_ND_COLUMNS:
         return tf.gather_nd(x, idx)
-    strides = np.cumprod([1, *x.shape.as_list()[len(idxs) - 1 : 0 : -1]])[::-1]
-    flat = tf.tensordot(idx, tf.constant(strides, tf.int64), 1)
-    return tf.gather(_merge_leading(x, len(idxs)), flat)
+    k = len(idxs)  # the leading axes merged into one (row-major), the positions flattened
+    strides = np.cumprod([1, *x.shape.as_list()[k - 1 : 0 : -1]])[::-1]
+    dims = tf.shape(x)
+    merged = tf.reshape(x, tf.concat([[tf.reduce_prod(dims[:k])], dims[k:]], axis=0))
+    return tf.gather(merged, tf.tensordot(idx, tf.constant(strides, tf.int64), 1))
 
 
 _GATHER = Gather(
