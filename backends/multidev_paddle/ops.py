@@ -22,6 +22,7 @@ from multidev.contract import (
     as_tensors,
     clip_bounds,
     divisor_signed,
+    nan_first,
     op_table,
     reduction,
     widening,
@@ -33,7 +34,7 @@ from .dtypes import NATIVE, dtype_name, md_dtype
 __all__ = ["FLOATS", "OPS", "native_key"]
 
 _Tensor = paddle.Tensor
-_UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
+_INT32, _INT64 = paddle.int32, paddle.int64
 _F32 = paddle.float32
 _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
@@ -155,21 +156,6 @@ def _relu(x):
 _reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list)
 
 
-def _arg(fn):
-    """argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)."""
-
-    def arg(x, axis):
-        out = fn(x, axis=axis)
-        # a NaN makes the sum NaN (so does inf - inf, which only costs the exact path)
-        if md_dtype(x.dtype) in FLOATS and math.isnan(paddle.sum(x).item()):
-            nan = paddle.isnan(x)
-            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis)
-            out = paddle.where(paddle.any(nan, axis=axis), first_nan, out)
-        return out
-
-    return arg
-
-
 def _log_softmax(x, axis):
     """Paddle's log_softmax clips at -64 (log-probabilities below it come back as -64)."""
     shifted = x - paddle.max(x, axis=axis, keepdim=True).detach()
@@ -232,8 +218,6 @@ OPS = op_table(
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    argmax=_wide(_arg(paddle.argmax), "argmax"),
-    argmin=_wide(_arg(paddle.argmin), "argmin"),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
     where=lambda cond, a, b: _where_values(a, b, cond),
     clip=_wide(_clip, "clip"),
@@ -243,3 +227,5 @@ OPS = op_table(
     astype=lambda x, dt: x.astype(NATIVE[dt]),
     linear=_wide(_linear, "linear"),
 )
+# argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)
+nan_first(OPS, lambda x: md_dtype(x.dtype) in FLOATS, ask=True)

@@ -16,6 +16,7 @@ from multidev.contract import (
     NoKernel,
     clip_bounds,
     divisor_signed,
+    nan_first,
     op_table,
     vector_matmul,
     widening,
@@ -35,7 +36,6 @@ _NO_KERNEL_ERRORS = (
 _WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
 _WIDE_REDUCTION = dict.fromkeys(_WIDE, tf.int64)
 _cast = tf.cast
-_FLOATS = frozenset({tf.float16, tf.bfloat16, tf.float32, tf.float64})
 
 
 #: TensorFlow's "no kernel for this dtype" errors (its integer division by zero raises one too)
@@ -138,18 +138,13 @@ def _reduction(fn, name, bool_fn=None):
 
 
 def _arg(fn):
-    """argmax/argmin as int64; the first NaN wins for floats, as in NumPy and PyTorch."""
+    """argmax/argmin as int64 (the first NaN wins: ``contract.nan_first`` below); axis None
+    (TensorFlow's is 0) and a 0-d tensor's axis reduce the flattened tensor."""
 
     def op(x, axis):
-        flat = axis is None or x.shape.rank == 0
-        y = tf.reshape(x, (-1,)) if flat else x
-        ax = 0 if flat else axis
-        out = fn(y, axis=ax, output_type=tf.int64)
-        if x.dtype in _FLOATS:
-            nan = tf.math.is_nan(y)
-            first_nan = tf.math.argmax(_cast(nan, tf.int8), axis=ax, output_type=tf.int64)
-            out = tf.where(tf.reduce_any(nan, axis=ax), first_nan, out)
-        return out
+        if axis is None or x.shape.rank == 0:
+            x, axis = tf.reshape(x, (-1,)), 0
+        return fn(x, axis=axis, output_type=tf.int64)
 
     op.__name__ = fn.__name__
     return op
@@ -230,3 +225,4 @@ OPS = op_table(
     astype=_astype,
     copy=copy,
 )
+nan_first(OPS, lambda x: x.dtype.is_floating)
