@@ -89,6 +89,8 @@ def _raw(op):
     return lambda a, b: op(x=a, y=b)
 
 
+#: the binary ops that are tf.math's function of their name, computed wider where it has no kernel
+_WIDENED = ("pow", "maximum", "minimum", "less", "less_equal", "greater", "greater_equal")
 _mm2 = _binary(tf.linalg.matmul, "matmul")
 
 
@@ -190,6 +192,7 @@ OPS = op_table(
     tnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
+    **{name: _binary(getattr(tf.math, name), name) for name in _WIDENED},
     add=_binary(_raw(tf.raw_ops.AddV2), "add"),
     subtract=_binary(_raw(tf.raw_ops.Sub), "subtract"),
     multiply=_binary(_raw(tf.raw_ops.Mul), "multiply"),
@@ -200,18 +203,11 @@ OPS = op_table(
         lambda r, b: array_api.LOWERINGS["copysign"](r, tf.cast(b, r.dtype)),
         lambda r: r.dtype.is_floating,
     ),
-    pow=_binary(tf.math.pow, "pow"),
     matmul=_matmul,
     # (x, weight (out, in), bias or None): the layer op behind nn.Linear
     linear=_linear,
-    maximum=_binary(tf.math.maximum, "maximum"),
-    minimum=_binary(tf.math.minimum, "minimum"),
     equal=tf.math.equal,
     not_equal=tf.math.not_equal,
-    less=_binary(tf.math.less, "less"),
-    less_equal=_binary(tf.math.less_equal, "less_equal"),
-    greater=_binary(tf.math.greater, "greater"),
-    greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=widening(tf.math.negative, "negative", _NO_KERNEL, _WIDE),
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
