@@ -102,10 +102,11 @@ _ZERO_DIVISOR = (
 )
 
 
-def _integer_division(fn):
-    """Paddle reports an integer division by zero as an InvalidArgument error, except where it
-    broadcasts a 0-d dividend: that kernel dies of SIGFPE, so a 0-d integer dividend has its
-    divisors checked first."""
+def _integer_division(fn, name: str):
+    """``fn`` (// or %) on tensors (Paddle's // with a Python scalar turns a 0-d tensor into
+    shape (1,)), computed wider where Paddle lacks a kernel. Paddle reports an integer division
+    by zero as an InvalidArgument error, except where it broadcasts a 0-d dividend: that kernel
+    dies of SIGFPE, so a 0-d integer dividend has its divisors checked first."""
 
     def op(a, b):
         if (
@@ -124,7 +125,7 @@ def _integer_division(fn):
                 raise
             raise ZeroDivisionError(_ZERO_DIVISOR) from None
 
-    return op
+    return _wide(_tensor_operands(op), name, wider=_NUMERIC_WIDER)
 
 
 def _clip(x, lo, hi):
@@ -198,14 +199,9 @@ OPS = op_table(
     modules=[array_api, sequence_ops, losses, cnn],
     wrap=_wrap,
     reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
-    # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
-    floor_divide=_wide(
-        _tensor_operands(_integer_division(operator.floordiv)),
-        "floor_divide",
-        wider=_NUMERIC_WIDER,
-    ),
+    floor_divide=_integer_division(operator.floordiv, "floor_divide"),
     remainder=divisor_signed(
-        _wide(_tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER),
+        _integer_division(operator.mod, "remainder"),
         lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
         paddle.is_floating_point,
     ),
