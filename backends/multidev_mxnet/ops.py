@@ -57,11 +57,6 @@ def _where(cond, a, b):
     return mnp.zeros(shape, dtype=a.dtype, ctx=a.ctx)
 
 
-def _trunc_divide(a, b):
-    """Integer division rounding toward zero, computed exactly by MXNet's integer kernel."""
-    return mx.nd.broadcast_div(a.as_nd_ndarray(), b.as_nd_ndarray()).as_np_ndarray()
-
-
 def _int_divmod(a, b):
     """Exact floor division and remainder of integer arrays, as NumPy computes them (x // 0
     and x % 0 are 0; MXNet's own mod goes through float64 and loses digits beyond 2**53)."""
@@ -69,7 +64,8 @@ def _int_divmod(a, b):
     signed = a.dtype != _UINT8
     special = zero + (b == -1) if signed else zero  # bool + bool: logical or
     safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
-    q = _trunc_divide(a, safe)
+    # rounding toward zero, computed exactly by MXNet's integer kernel
+    q = mx.nd.broadcast_div(a.as_nd_ndarray(), safe.as_nd_ndarray()).as_np_ndarray()
     r = a - q * safe
     if signed:
         q = _where(b == -1, -a, q)
@@ -190,10 +186,6 @@ def _through(fn: Callable, wider: dict) -> Callable:
     return op
 
 
-def _reduced_shape(x, axis, keepdims) -> tuple[int, ...]:
-    return np.sum(np.empty(x.shape, dtype=np.bool_), axis=axis, keepdims=keepdims).shape
-
-
 def _reduction(fn: Callable, empty: float | None) -> Callable:
     """An (x, axis, keepdims) reduction; ``axis=()`` reduces nothing. Zero-size input is
     answered here (MXNet fails on it): ``empty`` is the result of reducing no elements (0 for
@@ -206,7 +198,7 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
             if x.ndim == 0:
                 axis = None
         if 0 in x.shape:
-            shape = _reduced_shape(x, axis, keepdims)
+            shape = np.sum(np.empty(x.shape, np.bool_), axis=axis, keepdims=keepdims).shape
             if empty is None and 0 not in shape:
                 raise ValueError(
                     f"Expected a non-empty reduction for {fn.__name__}. Received: shape "
