@@ -34,8 +34,7 @@ from .dtypes import NATIVE, dtype_name, md_dtype
 __all__ = ["FLOATS", "OPS", "native_key"]
 
 _Tensor = paddle.Tensor
-_INT32, _INT64 = paddle.int32, paddle.int64
-_F32 = paddle.float32
+_F32, _INT32, _INT64 = paddle.float32, paddle.int32, paddle.int64
 _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
 _INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
