@@ -53,8 +53,7 @@ def _where(cond, a, b):
     if 0 not in cond.shape and 0 not in a.shape and 0 not in b.shape:
         return mnp.where(cond, a, b)
     # MXNet's where aborts the process when it broadcasts zero-size arrays
-    shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
-    return mnp.zeros(shape, dtype=a.dtype, ctx=a.ctx)
+    return _zeros(np.broadcast_shapes(cond.shape, a.shape, b.shape), a)
 
 
 def _int_divmod(a, b):
