@@ -64,3 +64,32 @@ def test_the_composed_log_softmax_of_a_0d_tensor_is_zero():
 
     out = contract.op_table(np, reduce=reduce).log_softmax(np.array(3.5), 0)
     assert out.shape == () and out == 0
+
+
+def _nan_skipping_table():
+    """A NumPy op table whose argmax/argmin skip NaN, as TensorFlow's and Paddle's kernels do."""
+
+    def skipping(fn, fill):
+        return lambda x, axis: fn(np.where(np.isnan(x), fill, x), axis=axis)
+
+    return contract.op_table(
+        np,
+        reduce=lambda fn: lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
+        argmax=skipping(np.argmax, -np.inf),
+        argmin=skipping(np.argmin, np.inf),
+        astype=lambda x, dt: x.astype(dt.numpy),
+    )
+
+
+def test_nan_first_makes_the_first_nan_win_argmax_and_argmin():
+    a = np.array([[1.0, np.nan, 5.0, np.nan], [np.inf, 2.0, 3.0, 1.0]])
+    for ask in (False, True):
+        ops = _nan_skipping_table()
+        assert ops.argmax(a, None) == 4  # the NaNs are skipped before: the inf wins
+        contract.nan_first(ops, lambda x: x.dtype.kind == "f", ask=ask)
+        for name in ("argmax", "argmin"):
+            for axis in (None, 0, 1):
+                expected = getattr(np, name)(a, axis=axis)
+                np.testing.assert_array_equal(getattr(ops, name)(a, axis), expected)
+        assert ops.argmin(np.array(np.nan), 0) == 0  # 0-d: its only element
+        assert ops.argmax(np.arange(3), None) == 2  # not floating: the table's own op

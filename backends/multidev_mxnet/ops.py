@@ -53,13 +53,7 @@ def _where(cond, a, b):
     if 0 not in cond.shape and 0 not in a.shape and 0 not in b.shape:
         return mnp.where(cond, a, b)
     # MXNet's where aborts the process when it broadcasts zero-size arrays
-    shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
-    return mnp.zeros(shape, dtype=a.dtype, ctx=a.ctx)
-
-
-def _trunc_divide(a, b):
-    """Integer division rounding toward zero, computed exactly by MXNet's integer kernel."""
-    return mx.nd.broadcast_div(a.as_nd_ndarray(), b.as_nd_ndarray()).as_np_ndarray()
+    return _zeros(np.broadcast_shapes(cond.shape, a.shape, b.shape), a)
 
 
 def _int_divmod(a, b):
@@ -69,7 +63,8 @@ def _int_divmod(a, b):
     signed = a.dtype != _UINT8
     special = zero + (b == -1) if signed else zero  # bool + bool: logical or
     safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
-    q = _trunc_divide(a, safe)
+    # rounding toward zero, computed exactly by MXNet's integer kernel
+    q = mx.nd.broadcast_div(a.as_nd_ndarray(), safe.as_nd_ndarray()).as_np_ndarray()
     r = a - q * safe
     if signed:
         q = _where(b == -1, -a, q)
@@ -190,10 +185,6 @@ def _through(fn: Callable, wider: dict) -> Callable:
     return op
 
 
-def _reduced_shape(x, axis, keepdims) -> tuple[int, ...]:
-    return np.sum(np.empty(x.shape, dtype=np.bool_), axis=axis, keepdims=keepdims).shape
-
-
 def _reduction(fn: Callable, empty: float | None) -> Callable:
     """An (x, axis, keepdims) reduction; ``axis=()`` reduces nothing. Zero-size input is
     answered here (MXNet fails on it): ``empty`` is the result of reducing no elements (0 for
@@ -206,7 +197,7 @@ def _reduction(fn: Callable, empty: float | None) -> Callable:
             if x.ndim == 0:
                 axis = None
         if 0 in x.shape:
-            shape = _reduced_shape(x, axis, keepdims)
+            shape = np.sum(np.empty(x.shape, np.bool_), axis=axis, keepdims=keepdims).shape
             if empty is None and 0 not in shape:
                 raise ValueError(
                     f"Expected a non-empty reduction for {fn.__name__}. Received: shape "

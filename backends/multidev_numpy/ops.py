@@ -85,10 +85,7 @@ def _reduce(fn):
 
 
 def _arg(fn):
-    def f(x, axis):
-        return _asarray(fn(x, axis=axis), dtype=np.int64)
-
-    return f
+    return lambda x, axis: _asarray(fn(x, axis=axis), dtype=np.int64)
 
 
 def writable(x: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ from multidev.contract import (
     as_tensors,
     clip_bounds,
     divisor_signed,
+    nan_first,
     op_table,
     reduction,
     widening,
@@ -33,8 +34,7 @@ from .dtypes import NATIVE, dtype_name, md_dtype
 __all__ = ["FLOATS", "OPS", "native_key"]
 
 _Tensor = paddle.Tensor
-_UINT8, _INT32, _INT64 = paddle.uint8, paddle.int32, paddle.int64
-_F32 = paddle.float32
+_F32, _INT32, _INT64 = paddle.float32, paddle.int32, paddle.int64
 _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
 _INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
@@ -101,10 +101,11 @@ _ZERO_DIVISOR = (
 )
 
 
-def _integer_division(fn):
-    """Paddle reports an integer division by zero as an InvalidArgument error, except where it
-    broadcasts a 0-d dividend: that kernel dies of SIGFPE, so a 0-d integer dividend has its
-    divisors checked first."""
+def _integer_division(fn, name: str):
+    """``fn`` (// or %) on tensors (Paddle's // with a Python scalar turns a 0-d tensor into
+    shape (1,)), computed wider where Paddle lacks a kernel. Paddle reports an integer division
+    by zero as an InvalidArgument error, except where it broadcasts a 0-d dividend: that kernel
+    dies of SIGFPE, so a 0-d integer dividend has its divisors checked first."""
 
     def op(a, b):
         if (
@@ -123,7 +124,7 @@ def _integer_division(fn):
                 raise
             raise ZeroDivisionError(_ZERO_DIVISOR) from None
 
-    return op
+    return _wide(_tensor_operands(op), name, wider=_NUMERIC_WIDER)
 
 
 def _clip(x, lo, hi):
@@ -153,21 +154,6 @@ def _relu(x):
 
 #: Paddle's reductions as (x, axis, keepdims) ops (an empty axis list is 'every axis' to Paddle)
 _reduction = partial(reduction, copy=paddle.clone, keepdims="keepdim", axes=list)
-
-
-def _arg(fn):
-    """argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)."""
-
-    def arg(x, axis):
-        out = fn(x, axis=axis)
-        # a NaN makes the sum NaN (so does inf - inf, which only costs the exact path)
-        if md_dtype(x.dtype) in FLOATS and math.isnan(paddle.sum(x).item()):
-            nan = paddle.isnan(x)
-            first_nan = paddle.argmax(nan.astype(_UINT8), axis=axis)
-            out = paddle.where(paddle.any(nan, axis=axis), first_nan, out)
-        return out
-
-    return arg
 
 
 def _log_softmax(x, axis):
@@ -212,14 +198,9 @@ OPS = op_table(
     modules=[array_api, sequence_ops, losses, cnn],
     wrap=_wrap,
     reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
-    # Paddle's // with a Python scalar turns a 0-d tensor into shape (1,): divide by a tensor
-    floor_divide=_wide(
-        _tensor_operands(_integer_division(operator.floordiv)),
-        "floor_divide",
-        wider=_NUMERIC_WIDER,
-    ),
+    floor_divide=_integer_division(operator.floordiv, "floor_divide"),
     remainder=divisor_signed(
-        _wide(_tensor_operands(_integer_division(operator.mod)), "remainder", wider=_NUMERIC_WIDER),
+        _integer_division(operator.mod, "remainder"),
         lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),
         paddle.is_floating_point,
     ),
@@ -232,8 +213,6 @@ OPS = op_table(
     logical_or=_tensor_operands(paddle.logical_or),
     relu=_wide(_relu, "relu"),
     logical_not=paddle.logical_not,
-    argmax=_wide(_arg(paddle.argmax), "argmax"),
-    argmin=_wide(_arg(paddle.argmin), "argmin"),
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
     where=lambda cond, a, b: _where_values(a, b, cond),
     clip=_wide(_clip, "clip"),
@@ -243,3 +222,5 @@ OPS = op_table(
     astype=lambda x, dt: x.astype(NATIVE[dt]),
     linear=_wide(_linear, "linear"),
 )
+# argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)
+nan_first(OPS, lambda x: md_dtype(x.dtype) in FLOATS, ask=True)

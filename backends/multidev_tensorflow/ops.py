@@ -16,6 +16,7 @@ from multidev.contract import (
     NoKernel,
     clip_bounds,
     divisor_signed,
+    nan_first,
     op_table,
     vector_matmul,
     widening,
@@ -35,7 +36,6 @@ _NO_KERNEL_ERRORS = (
 _WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
 _WIDE_REDUCTION = dict.fromkeys(_WIDE, tf.int64)
 _cast = tf.cast
-_FLOATS = frozenset({tf.float16, tf.bfloat16, tf.float32, tf.float64})
 
 
 #: TensorFlow's "no kernel for this dtype" errors (its integer division by zero raises one too)
@@ -89,6 +89,8 @@ def _raw(op):
     return lambda a, b: op(x=a, y=b)
 
 
+#: the binary ops that are tf.math's function of their name, computed wider where it has no kernel
+_WIDENED = ("pow", "maximum", "minimum", "less", "less_equal", "greater", "greater_equal")
 _mm2 = _binary(tf.linalg.matmul, "matmul")
 
 
@@ -138,18 +140,13 @@ def _reduction(fn, name, bool_fn=None):
 
 
 def _arg(fn):
-    """argmax/argmin as int64; the first NaN wins for floats, as in NumPy and PyTorch."""
+    """argmax/argmin as int64 (the first NaN wins: ``contract.nan_first`` below); axis None
+    (TensorFlow's is 0) and a 0-d tensor's axis reduce the flattened tensor."""
 
     def op(x, axis):
-        flat = axis is None or x.shape.rank == 0
-        y = tf.reshape(x, (-1,)) if flat else x
-        ax = 0 if flat else axis
-        out = fn(y, axis=ax, output_type=tf.int64)
-        if x.dtype in _FLOATS:
-            nan = tf.math.is_nan(y)
-            first_nan = tf.math.argmax(_cast(nan, tf.int8), axis=ax, output_type=tf.int64)
-            out = tf.where(tf.reduce_any(nan, axis=ax), first_nan, out)
-        return out
+        if axis is None or x.shape.rank == 0:
+            x, axis = tf.reshape(x, (-1,)), 0
+        return fn(x, axis=axis, output_type=tf.int64)
 
     op.__name__ = fn.__name__
     return op
@@ -195,6 +192,7 @@ OPS = op_table(
     tnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
+    **{name: _binary(getattr(tf.math, name), name) for name in _WIDENED},
     add=_binary(_raw(tf.raw_ops.AddV2), "add"),
     subtract=_binary(_raw(tf.raw_ops.Sub), "subtract"),
     multiply=_binary(_raw(tf.raw_ops.Mul), "multiply"),
@@ -205,18 +203,11 @@ OPS = op_table(
         lambda r, b: array_api.LOWERINGS["copysign"](r, tf.cast(b, r.dtype)),
         lambda r: r.dtype.is_floating,
     ),
-    pow=_binary(tf.math.pow, "pow"),
     matmul=_matmul,
     # (x, weight (out, in), bias or None): the layer op behind nn.Linear
     linear=_linear,
-    maximum=_binary(tf.math.maximum, "maximum"),
-    minimum=_binary(tf.math.minimum, "minimum"),
     equal=tf.math.equal,
     not_equal=tf.math.not_equal,
-    less=_binary(tf.math.less, "less"),
-    less_equal=_binary(tf.math.less_equal, "less_equal"),
-    greater=_binary(tf.math.greater, "greater"),
-    greater_equal=_binary(tf.math.greater_equal, "greater_equal"),
     negative=widening(tf.math.negative, "negative", _NO_KERNEL, _WIDE),
     sum=_reduction(tf.math.reduce_sum, "sum", tf.math.reduce_any),
     mean=_reduction(tf.math.reduce_mean, "mean"),
@@ -230,3 +221,4 @@ OPS = op_table(
     astype=_astype,
     copy=copy,
 )
+nan_first(OPS, lambda x: x.dtype.is_floating)

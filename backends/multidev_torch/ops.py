@@ -14,9 +14,6 @@ from .indexing import getitem
 
 __all__ = ["OPS"]
 
-_LONG = torch.int64
-
-
 #: torch's reductions as (x, axis, keepdims) ops
 _reduction = partial(reduction, copy=torch.clone, axis="dim", keepdims="keepdim")
 
@@ -29,7 +26,7 @@ def _matmul(a, b):
         if a.dtype.is_floating_point or a.dim() == 0 or b.dim() == 0:
             raise
         try:
-            return summed_matmul(a, b, torch.unsqueeze, torch.squeeze, torch.Tensor.to, _LONG)
+            return summed_matmul(a, b, torch.unsqueeze, torch.squeeze, torch.Tensor.to, torch.int64)
         except (RuntimeError, ValueError):
             raise e from None
 

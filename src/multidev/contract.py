@@ -23,7 +23,7 @@ import numpy as np
 
 from . import errors
 from .device import Device
-from .dtypes import DType
+from .dtypes import DType, uint8
 from .errors import DeviceError
 from .op_specs import SPECS
 from .registry import Framework
@@ -1037,3 +1037,28 @@ def as_tensors(a: Any, b: Any, full: Callable[[Any, Any], Any]) -> tuple[Any, An
     if isinstance(b, _PY_SCALARS):
         return a, full(a, b)
     return a, b
+
+
+def nan_first(ops: Any, floating: Callable[[Any], bool], *, ask: bool = False) -> None:
+    """Make the op table ``ops``'s argmax and argmin give, where a NaN lies along the axis, the
+    first NaN's place, as NumPy and PyTorch do, for frameworks whose kernels skip NaN: on input
+    that ``floating(x)`` says is floating, composed from the table's own isnan, any, astype,
+    argmax and where. ``ask``: first ask the device whether x holds a NaN at all (a NaN sum;
+    so does inf - inf, which only costs the exact path) and skip the rest where it holds none;
+    without it the composition runs on every floating input (no device sync: traceable)."""
+    argmax = ops.argmax
+
+    def first_nan(arg: ArgReduction) -> ArgReduction:
+        def op(x: Any, axis: int | None) -> Any:
+            out = arg(x, axis)
+            if not floating(x) or (ask and not bool(ops.isnan(ops.sum(x, None, False)))):
+                return out
+            nan = ops.isnan(x)
+            first = argmax(ops.astype(nan, uint8), axis)
+            axes = None if axis is None or not len(x.shape) else (axis,)  # 0-d: its element
+            return ops.where(ops.any(nan, axes, False), first, out)
+
+        return op
+
+    for name in ("argmax", "argmin"):
+        setattr(type(ops), name, staticmethod(first_nan(getattr(ops, name))))
