@@ -15,11 +15,6 @@ from multidev.testing import reference as ref
 __all__ = ["OPS"]
 
 
-def _grad_linear(x, w, b, gy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """d sum(linear(x, w, b) * gy) / d(x, w, b) for a 2-d x."""
-    return gy @ w, gy.T @ x, gy.sum(axis=0)
-
-
 def _grad_softmax(x: np.ndarray, axis: int, gy: np.ndarray) -> np.ndarray:
     s = ref.numpy_softmax(x, axis)
     return s * (gy - (gy * s).sum(axis=axis, keepdims=True))
@@ -112,7 +107,8 @@ OPS = ref.native_table(
         "layer_norm": _layer_norm,
         "gelu": _gelu,
         "embedding": lambda idx, w: w[idx],
-        "grad_linear": _grad_linear,
+        # d sum(linear(x, w, b) * gy) / d(x, w, b) for a 2-d x
+        "grad_linear": lambda x, w, b, gy: (gy @ w, gy.T @ x, gy.sum(axis=0)),
         "grad_relu": lambda x, gy: gy * (x > 0),
         "grad_softmax": _grad_softmax,
         "grad_mse_loss": lambda a, b: 2 * (a - b) / a.size,
