@@ -21,22 +21,8 @@ from . import cnn_reference, sequence_reference
 __all__ = ["OPS"]
 
 
-def _log_softmax(x, axis):
-    return npx.log_softmax(x.astype(np.float64), axis=axis).astype(x.dtype)
-
-
-def _linear(x, w, b):
-    if b is None:
-        return npx.fully_connected(x, w, num_hidden=w.shape[0], no_bias=True, flatten=False)
-    return npx.fully_connected(x, w, b, num_hidden=w.shape[0], flatten=False)
-
-
 def _mse(a, b):
     return mnp.mean(mnp.square(a - b))
-
-
-def _cross_entropy(z, labels):
-    return -mnp.mean(npx.pick(npx.log_softmax(z, axis=-1), labels, axis=-1))
 
 
 OPS = {
@@ -59,8 +45,12 @@ OPS = {
                 layout="NCHW",
             ),
             "softmax": lambda x, axis: npx.softmax(x, axis=axis),
-            "log_softmax": _log_softmax,
-            "linear": _linear,
+            "log_softmax": lambda x, axis: (  # in float64: see the module docstring
+                npx.log_softmax(x.astype(np.float64), axis=axis).astype(x.dtype)
+            ),
+            "linear": lambda x, w, b: npx.fully_connected(
+                x, w, b, num_hidden=w.shape[0], no_bias=b is None, flatten=False
+            ),
             # native interop: what MXNet's own tools see of net.native
             "native_parameters": lambda module: list(module.collect_params().values()),
             # a gluon Trainer with 'sgd' over module.collect_params()
@@ -78,6 +68,6 @@ OPS = {
         npx,
         modules=[sequence_reference, cnn_reference],
         grads=tape_grads(lambda x: x.attach_grad(), mx.autograd.record),  # by mx.autograd
-        losses=(_mse, _cross_entropy),
+        losses=(_mse, lambda z, y: -mnp.mean(npx.pick(npx.log_softmax(z, axis=-1), y, axis=-1))),
     ).items()
 }

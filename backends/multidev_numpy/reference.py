@@ -15,11 +15,6 @@ from multidev.testing import reference as ref
 __all__ = ["OPS"]
 
 
-def _grad_linear(x, w, b, gy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """d sum(linear(x, w, b) * gy) / d(x, w, b) for a 2-d x."""
-    return gy @ w, gy.T @ x, gy.sum(axis=0)
-
-
 def _grad_softmax(x: np.ndarray, axis: int, gy: np.ndarray) -> np.ndarray:
     s = ref.numpy_softmax(x, axis)
     return s * (gy - (gy * s).sum(axis=axis, keepdims=True))
@@ -56,10 +51,13 @@ def _conv2d(x, w, b, stride, padding, dilation, groups) -> np.ndarray:
     return out.astype(x.dtype)
 
 
-def _layer_norm(x, w, b, eps) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * w + b
+def _standardize(x: np.ndarray, axes, eps) -> np.ndarray:
+    """(x - mean) / sqrt(var + eps) over ``axes``: the norms before scale and shift."""
+    return (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+
+
+def _per_channel(y: np.ndarray, w, b) -> np.ndarray:
+    return y * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -83,17 +81,6 @@ def _pool(reduce, fill):
     return pool
 
 
-def _batch_norm_train(x: np.ndarray, w, b, eps) -> np.ndarray:
-    mean, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
-
-
-def _group_norm(x: np.ndarray, groups, w, b, eps) -> np.ndarray:
-    g = x.reshape(x.shape[0], groups, -1)
-    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(x.shape)
-    return y * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
-
-
 OPS = ref.native_table(
     np.asarray,
     np.asarray,
@@ -107,12 +94,17 @@ OPS = ref.native_table(
         "max_pool2d": _pool(np.max, -np.inf),
         "avg_pool2d": _pool(np.mean, 0.0),
         "adaptive_avg_pool2d": ref.numpy_adaptive_avg_pool2d,
-        "batch_norm_train": _batch_norm_train,
-        "group_norm": _group_norm,
-        "layer_norm": _layer_norm,
+        "batch_norm_train": lambda x, w, b, eps: _per_channel(
+            _standardize(x, (0, 2, 3), eps), w, b
+        ),
+        "group_norm": lambda x, groups, w, b, eps: _per_channel(
+            _standardize(x.reshape(x.shape[0], groups, -1), -1, eps).reshape(x.shape), w, b
+        ),
+        "layer_norm": lambda x, w, b, eps: _standardize(x, -1, eps) * w + b,
         "gelu": _gelu,
         "embedding": lambda idx, w: w[idx],
-        "grad_linear": _grad_linear,
+        # d sum(linear(x, w, b) * gy) / d(x, w, b) for a 2-d x
+        "grad_linear": lambda x, w, b, gy: (gy @ w, gy.T @ x, gy.sum(axis=0)),
         "grad_relu": lambda x, gy: gy * (x > 0),
         "grad_softmax": _grad_softmax,
         "grad_mse_loss": lambda a, b: 2 * (a - b) / a.size,

@@ -18,24 +18,13 @@ import paddle.nn.functional as F
 
 __all__ = ["OPS"]
 
-_CPU = paddle.CPUPlace()
-
-
-def _linear(x, weight, bias):
-    """Paddle's linear takes the weight as (in_features, out_features)."""
-    return F.linear(x, paddle.transpose(weight, [1, 0]), bias)
-
-
-def _watch(t: paddle.Tensor) -> None:
-    t.stop_gradient = False
-
-
 OPS = ref.native_table(
     # Paddle reads uint16 data as bfloat16 and gives bfloat16 tensors to NumPy as uint16
-    ref.bfloat16_bits(lambda a: paddle.to_tensor(a, place=_CPU)),
+    ref.bfloat16_bits(lambda a: paddle.to_tensor(a, place=paddle.CPUPlace())),
     ref.bfloat16_numpy(lambda t: t.numpy(), lambda t: t.dtype == paddle.bfloat16),
     {
-        "linear": _linear,
+        # Paddle's linear takes the weight as (in_features, out_features)
+        "linear": lambda x, w, b: F.linear(x, paddle.transpose(w, [1, 0]), b),
         # native interop: what Paddle's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         "native_sgd_step": ref.eager_sgd_step(
@@ -51,6 +40,6 @@ OPS = ref.native_table(
     modules=[sequence_reference, cnn_reference],
     reduce_keywords=("axis", "keepdim"),
     axes=list,
-    grads=ref.tape_grads(_watch),  # gradients by Paddle's autograd
+    grads=ref.tape_grads(lambda t: setattr(t, "stop_gradient", False)),  # by Paddle's autograd
     losses=(F.mse_loss, F.cross_entropy),
 )

@@ -21,10 +21,8 @@ OPS = ref.native_table(
         lambda t: t.view(torch.int16),
     ),
     {
-        "max_pool2d_indices": lambda x, k, s, p, d, ceil: F.max_pool2d(
-            x, k, s, p, d, ceil, return_indices=True
-        ),
-        "pad": lambda x, pad, mode: F.pad(x, pad, mode=mode),
+        "max_pool2d_indices": F.max_pool2d_with_indices,  # (x, k, s, p, d, ceil)
+        "pad": F.pad,  # (x, pad, mode)
         # native interop: what torch's own tools see of net.native
         "native_parameters": lambda module: list(module.parameters()),
         # torch.conj only sets a lazy bit NumPy cannot read
