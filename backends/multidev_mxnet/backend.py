@@ -106,10 +106,7 @@ class Backend(Jit, Autograd, AdapterBase):
         would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
         without a further copy (``from_numpy``), so it does not wait for MXNet's queued
         operations as MXNet's own host copy does (a synchronisation point each call)."""
-        dtype = arr.dtype
-        if not dtype.isnative:
-            dtype = dtype.newbyteorder("=")
-            arr = arr.astype(dtype)
+        dtype = arr.dtype.newbyteorder("=")  # both copies below convert to native byte order
         if self.md_dtype(dtype) is None:
             raise self.unsupported_dtype(_dt.from_numpy_dtype(dtype))
         ctx = self.native_device(dev)
