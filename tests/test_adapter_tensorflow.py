@@ -533,6 +533,24 @@ def test_argmax_picks_the_first_nan_like_numpy():
     assert md.argmax(x, axis=1).dtype is md.int64
 
 
+@pytest.mark.parametrize("outs", [16, 1024])  # a (1024, 1024) weight: the (w @ x.T).T path
+def test_linear_and_its_gradients_match_numpy_on_both_matmul_orders(outs):
+    rng = np.random.default_rng(6)
+    x, w, b = (rng.standard_normal(s) for s in ((4, 1024), (outs, 1024), (outs,)))
+    lin = md.nn.Linear(1024, outs, dtype=md.float64)
+    lin.load_state_dict({"weight": w, "bias": b})
+    with md.autograd.record():
+        y = lin(md.asarray(x))
+        loss = (y * y).sum()
+    loss.backward()
+    expected = x @ w.T + b
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * expected.T @ x, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        lin.bias.grad.numpy(), 2 * expected.sum(axis=0), rtol=1e-10, atol=1e-10
+    )
+
+
 # ---------------------------------------------------------------- native reference
 
 
