@@ -57,6 +57,8 @@ class Autograd:
 
     record = Recording
     native_module = NativeBlock
+    grad = staticmethod(lambda var: getattr(var, _GRAD, None))
+    set_grad = staticmethod(lambda var, value: setattr(var, _GRAD, value))
 
     @contextlib.contextmanager
     def no_grad(self, recordings: Sequence[Recording]) -> Iterator[None]:
@@ -88,9 +90,3 @@ class Autograd:
         if found and not retain_graph:
             recording.done.append(loss)
         return found
-
-    def grad(self, var):
-        return getattr(var, _GRAD, None)
-
-    def set_grad(self, var, value) -> None:
-        setattr(var, _GRAD, value)
