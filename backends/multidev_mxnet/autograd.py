@@ -90,17 +90,6 @@ def _np_array(x: Any) -> Any:
     return x
 
 
-def _buffers(var: Any) -> list[Any]:
-    """``var``'s non-empty gradient buffers, found once per gradient list (gluon makes a new
-    list when it reallocates them)."""
-    grads = var._grad
-    cached = getattr(var, _BUFFERS, None)
-    if cached is None or cached[0] is not grads:
-        cached = (grads, [g for g in grads if g.size])
-        setattr(var, _BUFFERS, cached)
-    return cached[1]
-
-
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
@@ -146,7 +135,12 @@ class Autograd:
         for var in variables:
             if var.grad_req == "null":
                 continue
-            buffers.extend(_buffers(var))
+            # found once per gradient list (gluon makes a new list when it reallocates them)
+            grads, cached = var._grad, getattr(var, _BUFFERS, None)
+            if cached is None or cached[0] is not grads:
+                cached = (grads, [g for g in grads if g.size])
+                setattr(var, _BUFFERS, cached)
+            buffers.extend(cached[1])
             var._data[0]._fresh_grad = False
             setattr(var, _HAS_GRAD, False)
         if buffers:

@@ -24,37 +24,19 @@ __all__ = ["Autograd", "NativeBlock", "Recording"]
 _GRAD = "_multidev_grad"
 
 
-class Recording:
-    """A persistent GradientTape, whether it records right now (``no_grad`` pauses it), and
-    the losses already differentiated without ``retain_graph`` (not again, as in PyTorch)."""
-
-    __slots__ = ("active", "done", "paused", "tape")
+class Recording(tf.GradientTape):
+    """A persistent GradientTape and the losses already differentiated without
+    ``retain_graph`` (not again, as in PyTorch)."""
 
     def __init__(self) -> None:
-        self.tape = tf.GradientTape(persistent=True)
-        self.active = False
-        self.paused = 0
+        super().__init__(persistent=True)
         self.done: list[Any] = []
 
-    def __enter__(self) -> Recording:
-        self.tape.__enter__()
-        self.active = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.active = False
-        self.tape.__exit__(*exc)
-
-    @contextlib.contextmanager
-    def pause(self) -> Iterator[None]:
-        recording = self.active and not self.paused
-        stop = self.tape.stop_recording() if recording else contextlib.nullcontext()
-        self.paused += 1
-        try:
-            with stop:
-                yield
-        finally:
-            self.paused -= 1
+    def pause(self) -> contextlib.AbstractContextManager:
+        """No recording until exit (``no_grad``, ``backward``). The tape records right now
+        only inside its ``with`` block and outside every pause (``stop_recording`` is one
+        level deep: a pause inside a pause leaves the tape as it is)."""
+        return self.stop_recording() if self._recording else contextlib.nullcontext()
 
 
 class NativeBlock(NativeBlockMixin, tf.Module):
@@ -75,6 +57,8 @@ class Autograd:
 
     record = Recording
     native_module = NativeBlock
+    grad = staticmethod(lambda var: getattr(var, _GRAD, None))
+    set_grad = staticmethod(lambda var, value: setattr(var, _GRAD, value))
 
     @contextlib.contextmanager
     def no_grad(self, recordings: Sequence[Recording]) -> Iterator[None]:
@@ -86,13 +70,11 @@ class Autograd:
     def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
         if recording is None or any(x is loss for x in recording.done):
             return False
-        tape = recording.tape
-        variables = tape.watched_variables()
+        variables = recording.watched_variables()
         if not variables:
             return False
-        pause = recording.pause() if recording.active else contextlib.nullcontext()
-        with pause, tf.device(loss.device):
-            grads = tape.gradient(loss, variables, output_gradients=gradient)
+        with recording.pause(), tf.device(loss.device):
+            grads = recording.gradient(loss, variables, output_gradients=gradient)
         found = False
         for var, g in zip(variables, grads, strict=True):
             if g is None:
@@ -108,9 +90,3 @@ class Autograd:
         if found and not retain_graph:
             recording.done.append(loss)
         return found
-
-    def grad(self, var):
-        return getattr(var, _GRAD, None)
-
-    def set_grad(self, var, value) -> None:
-        setattr(var, _GRAD, value)

@@ -26,8 +26,9 @@ def _plain_key(key) -> bool:
 
 
 def _positive_steps(x, key):
-    """``x`` flipped and ``key`` rewritten so that every slice has a positive step and every
-    index tensor is int64 (NumPy reads uint8 arrays as integer indices, PyTorch as masks)."""
+    """``x[key]`` through ``x`` flipped and ``key`` rewritten so that every slice has a
+    positive step and every index tensor is int64 (NumPy reads uint8 arrays as integer
+    indices, PyTorch as masks)."""
     out, flips = [], []
     for k, dim in key_axes(key_items(key), x.dim(), _mask_ndim):
         if type(k) is slice and k.step is not None and k.step < 0:
@@ -41,14 +42,11 @@ def _positive_steps(x, key):
         elif isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
             k = k.to(torch.int64)
         out.append(k)
-    return (x.flip(flips) if flips else x), tuple(out)
+    return (x.flip(flips) if flips else x)[tuple(out)]
 
 
 def getitem(x, key):
-    if _plain_key(key):
-        return x[key]
-    x, items = _positive_steps(x, key)
-    return x[items]
+    return x[key] if _plain_key(key) else _positive_steps(x, key)
 
 
 def write(x, key, value) -> None:
