@@ -75,10 +75,12 @@ _NO_KERNEL = NoKernel(
 )
 
 
-def _wide(fn, name: str, *, wider: dict = _WIDER, cast: int | None = None):
-    """``fn`` that computes in a wider dtype where Paddle has no kernel for the input's dtype
-    (``contract.widening``): arguments of the first tensor's dtype among the first ``cast``
-    are widened."""
+def _wide(fn, name: str, *, cast: int | None = None):
+    """``fn`` (Paddle's, or Python's operator) that computes in a wider dtype where Paddle has
+    no kernel for the input's dtype (``contract.widening``): arguments of the first tensor's
+    dtype among the first ``cast`` are widened; results of bool and index ops stay as they
+    are, the others go back to the input's dtype."""
+    wider = _NUMERIC_WIDER if name in _NUMERIC else _WIDER
     op = widening(fn, name, _NO_KERNEL, wider, count=cast)
     # Paddle has every kernel for float32 and float64: the core's operators call fn directly
     op.plain, op.plain_dtypes = fn, _PLAIN_DTYPES  # type: ignore[attr-defined]
@@ -124,7 +126,7 @@ def _integer_division(fn, name: str):
                 raise
             raise ZeroDivisionError(_ZERO_DIVISOR) from None
 
-    return _wide(_tensor_operands(op), name, wider=_NUMERIC_WIDER)
+    return _wide(_tensor_operands(op), name)
 
 
 def _clip(x, lo, hi):
@@ -185,19 +187,12 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
-def _wrap(fn, name: str):
-    """``fn`` (Paddle's, or Python's operator) computing in a wider dtype where Paddle lacks a
-    kernel; results of bool and index ops stay as they are, the others go back to the input's
-    dtype."""
-    return _wide(fn, name, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
-
-
 OPS = op_table(
     paddle,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    wrap=_wrap,
-    reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
+    wrap=_wide,
+    reduce=_reduction,  # sum, mean, prod, max, min (through _wide: computed wider where needed)
     floor_divide=_integer_division(operator.floordiv, "floor_divide"),
     remainder=divisor_signed(
         _integer_division(operator.mod, "remainder"),
