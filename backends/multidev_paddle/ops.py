@@ -69,7 +69,6 @@ _NO_KERNEL = NoKernel(
     raised=lambda e: isinstance(e, RuntimeError) and "The kernel with key" in str(e),
     dtype=lambda t: md_dtype(t.dtype),
     is_tensor=lambda a: isinstance(a, _Tensor),
-    cast=lambda t, dt: t.astype(dt),
     place=lambda t: t.place,
     refuse=_refuse,
 )
