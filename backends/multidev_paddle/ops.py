@@ -56,13 +56,6 @@ _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
 _NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
 
 
-def _refuse(t, name: str) -> TypeError:
-    return TypeError(
-        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
-        f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with md.astype(x, md.float32)."
-    )
-
-
 #: Paddle's "no kernel" error; operands under paddle.jit.to_static are static values, not
 #: tensors (their kernels are chosen when the program runs), and are never widened
 _NO_KERNEL = NoKernel(
@@ -70,7 +63,10 @@ _NO_KERNEL = NoKernel(
     dtype=lambda t: md_dtype(t.dtype),
     is_tensor=lambda a: isinstance(a, _Tensor),
     place=lambda t: t.place,
-    refuse=_refuse,
+    refuse=lambda t, name: TypeError(
+        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
+        f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with md.astype(x, md.float32)."
+    ),
 )
 
 
