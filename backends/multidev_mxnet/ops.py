@@ -148,14 +148,13 @@ def _linear(x, w, b):
 
 def _extremum(fn: Callable, logical: Callable) -> Callable:
     """``maximum`` or ``minimum`` (``fn``); on bool arrays, which MXNet's kernels lack, the
-    logical or (``+``) or and (``*``) that it is there."""
+    logical or (``+``) or and (``*``) that it is there (a Python bool operand is a 0-d array
+    by then: ``_scalar_operand``)."""
 
     def op(a, b):
         if isinstance(a, _SCALARS):
             a, b = b, a
-        if a.dtype == _BOOL:
-            return logical(*as_tensors(a, b, like))
-        return fn(a, b)
+        return (logical if a.dtype == _BOOL else fn)(a, b)
 
     return op
 
@@ -226,9 +225,9 @@ OPS = op_table(
 
 def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     """``fn(a, b)`` with a Python float ``b`` that MXNet would read off by an ulp or more
-    (fill.py) made a float64 0-d array first, when ``a`` is float64; for ``bools`` (``+`` and
-    ``*``), a Python bool operand made a 0-d array first: MXNet gives int64 for a bool array
-    with a Python bool."""
+    (fill.py) made a float64 0-d array first, when ``a`` is float64; for ``bools`` (``+``,
+    ``*``, maximum, minimum), a Python bool operand made a 0-d array first: MXNet gives int64
+    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *)."""
 
     def op(a, b):
         if bools and (type(a) is bool or type(b) is bool):
@@ -249,5 +248,5 @@ _SCALAR_OPERAND_OPS = (
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
 )  # fmt: skip
 for _name in _SCALAR_OPERAND_OPS:
-    _fn = _scalar_operand(getattr(OPS, _name), _name in ("add", "multiply"))
+    _fn = _scalar_operand(getattr(OPS, _name), _name in ("add", "multiply", "maximum", "minimum"))
     setattr(type(OPS), _name, staticmethod(_fn))
