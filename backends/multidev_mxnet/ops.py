@@ -112,20 +112,6 @@ def _remainder(a, b):
     return _int_divmod(a, b)[1]
 
 
-def _bool_scalar(fn: Callable) -> Callable:
-    """``fn`` (``+`` or ``*``) with a Python bool operand made a 0-d array first: MXNet gives
-    int64 for a bool array with a Python bool."""
-
-    def op(a, b):
-        if type(a) is bool or type(b) is bool:
-            a, b = as_tensors(a, b, like)
-        return fn(a, b)
-
-    # two arrays of one dtype need no wrapper: the core's operators call MXNet's own + and *
-    op.plain, op.plain_dtypes = fn, frozenset(_dt.ALL)  # type: ignore[attr-defined]
-    return op
-
-
 def _pow(a, b):
     out = a**b
     like = b if isinstance(a, _SCALARS) else a
@@ -162,14 +148,13 @@ def _linear(x, w, b):
 
 def _extremum(fn: Callable, logical: Callable) -> Callable:
     """``maximum`` or ``minimum`` (``fn``); on bool arrays, which MXNet's kernels lack, the
-    logical or (``+``) or and (``*``) that it is there."""
+    logical or (``+``) or and (``*``) that it is there (a Python bool operand is a 0-d array
+    by then: ``_scalar_operand``)."""
 
     def op(a, b):
         if isinstance(a, _SCALARS):
             a, b = b, a
-        if a.dtype == _BOOL:
-            return logical(*as_tensors(a, b, like))
-        return fn(a, b)
+        return (logical if a.dtype == _BOOL else fn)(a, b)
 
     return op
 
@@ -213,7 +198,6 @@ OPS = op_table(
     mnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    add=_bool_scalar(operator.add),
     astype=lambda x, dt: x.astype(native(dt)),
     clip=_through(mnp.clip, {_BOOL: _F32}),
     floor_divide=_floor_divide,
@@ -228,7 +212,6 @@ OPS = op_table(
     mean=_reduction(mnp.mean, np.nan),
     min=_reduction(mnp.min, None),
     minimum=_extremum(mnp.minimum, operator.mul),
-    multiply=_bool_scalar(operator.mul),
     permute_dims=_through(mnp.transpose, {_BOOL: _UINT8}),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
@@ -240,19 +223,22 @@ OPS = op_table(
 )
 
 
-def _exact_scalar(fn: Callable) -> Callable:
+def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     """``fn(a, b)`` with a Python float ``b`` that MXNet would read off by an ulp or more
-    (fill.py) made a float64 0-d array first, when ``a`` is float64."""
+    (fill.py) made a float64 0-d array first, when ``a`` is float64; for ``bools`` (``+``,
+    ``*``, maximum, minimum), a Python bool operand made a 0-d array first: MXNet gives int64
+    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *)."""
 
     def op(a, b):
-        if type(b) is float and a.dtype == _F64 and not exact_float64(b):
+        if bools and (type(a) is bool or type(b) is bool):
+            a, b = as_tensors(a, b, like)
+        elif type(b) is float and a.dtype == _F64 and not exact_float64(b):
             b = like(a, b)
         return fn(a, b)
 
-    # two tensors never carry a Python float: the core's operators on them (dispatch's
-    # per-backend classes) keep calling fn, or fn's own plain form, without this check
-    op.plain = getattr(fn, "plain", fn)  # type: ignore[attr-defined]
-    op.plain_dtypes = getattr(fn, "plain_dtypes", frozenset(_dt.ALL))  # type: ignore[attr-defined]
+    # two tensors never carry a Python scalar: the core's operators on them (dispatch's
+    # per-backend classes) keep calling fn (MXNet's own + and * among them) without this check
+    op.plain, op.plain_dtypes = fn, frozenset(_dt.ALL)  # type: ignore[attr-defined]
     return op
 
 
@@ -262,4 +248,5 @@ _SCALAR_OPERAND_OPS = (
     "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
 )  # fmt: skip
 for _name in _SCALAR_OPERAND_OPS:
-    setattr(type(OPS), _name, staticmethod(_exact_scalar(getattr(OPS, _name))))
+    _fn = _scalar_operand(getattr(OPS, _name), _name in ("add", "multiply", "maximum", "minimum"))
+    setattr(type(OPS), _name, staticmethod(_fn))

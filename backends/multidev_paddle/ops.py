@@ -56,29 +56,26 @@ _NUMERIC_WIDER = {k: v for k, v in _WIDER.items() if k is not _dt.bool}
 _NUMERIC = frozenset({"subtract", "floor_divide", "remainder", "pow"})
 
 
-def _refuse(t, name: str) -> TypeError:
-    return TypeError(
-        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
-        f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with md.astype(x, md.float32)."
-    )
-
-
 #: Paddle's "no kernel" error; operands under paddle.jit.to_static are static values, not
 #: tensors (their kernels are chosen when the program runs), and are never widened
 _NO_KERNEL = NoKernel(
     raised=lambda e: isinstance(e, RuntimeError) and "The kernel with key" in str(e),
     dtype=lambda t: md_dtype(t.dtype),
     is_tensor=lambda a: isinstance(a, _Tensor),
-    cast=lambda t, dt: t.astype(dt),
     place=lambda t: t.place,
-    refuse=_refuse,
+    refuse=lambda t, name: TypeError(
+        f"Expected a tensor dtype that Paddle's {name} supports. Received: "
+        f"{dtype_name(t.dtype)} on {t.place}. Cast it first, e.g. with md.astype(x, md.float32)."
+    ),
 )
 
 
-def _wide(fn, name: str, *, wider: dict = _WIDER, cast: int | None = None):
-    """``fn`` that computes in a wider dtype where Paddle has no kernel for the input's dtype
-    (``contract.widening``): arguments of the first tensor's dtype among the first ``cast``
-    are widened."""
+def _wide(fn, name: str, *, cast: int | None = None):
+    """``fn`` (Paddle's, or Python's operator) that computes in a wider dtype where Paddle has
+    no kernel for the input's dtype (``contract.widening``): arguments of the first tensor's
+    dtype among the first ``cast`` are widened; results of bool and index ops stay as they
+    are, the others go back to the input's dtype."""
+    wider = _NUMERIC_WIDER if name in _NUMERIC else _WIDER
     op = widening(fn, name, _NO_KERNEL, wider, count=cast)
     # Paddle has every kernel for float32 and float64: the core's operators call fn directly
     op.plain, op.plain_dtypes = fn, _PLAIN_DTYPES  # type: ignore[attr-defined]
@@ -124,7 +121,7 @@ def _integer_division(fn, name: str):
                 raise
             raise ZeroDivisionError(_ZERO_DIVISOR) from None
 
-    return _wide(_tensor_operands(op), name, wider=_NUMERIC_WIDER)
+    return _wide(_tensor_operands(op), name)
 
 
 def _clip(x, lo, hi):
@@ -185,19 +182,12 @@ def _linear(x, weight, bias):
     return out if bias is None else out + bias
 
 
-def _wrap(fn, name: str):
-    """``fn`` (Paddle's, or Python's operator) computing in a wider dtype where Paddle lacks a
-    kernel; results of bool and index ops stay as they are, the others go back to the input's
-    dtype."""
-    return _wide(fn, name, wider=_NUMERIC_WIDER if name in _NUMERIC else _WIDER)
-
-
 OPS = op_table(
     paddle,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    wrap=_wrap,
-    reduce=_reduction,  # sum, mean, prod, max, min (through _wrap: computed wider where needed)
+    wrap=_wide,
+    reduce=_reduction,  # sum, mean, prod, max, min (through _wide: computed wider where needed)
     floor_divide=_integer_division(operator.floordiv, "floor_divide"),
     remainder=divisor_signed(
         _integer_division(operator.mod, "remainder"),

@@ -39,12 +39,7 @@ _cast = tf.cast
 
 
 #: TensorFlow's "no kernel for this dtype" errors (its integer division by zero raises one too)
-_NO_KERNEL = NoKernel(
-    raised=lambda e: isinstance(e, _NO_KERNEL_ERRORS),
-    dtype=lambda t: t.dtype,
-    is_tensor=lambda a: hasattr(a, "dtype"),
-    cast=_cast,
-)
+_NO_KERNEL = NoKernel(raised=lambda e: isinstance(e, _NO_KERNEL_ERRORS), cast=_cast)
 
 
 def _check(name):

@@ -750,16 +750,17 @@ def op_table(
 class NoKernel(NamedTuple):
     """How a framework says that it has no kernel for an operand's dtype, and how to compute in
     a wider dtype instead (``widening``). ``raised(error)``: whether an error the op raised
-    means that; ``dtype(t)``: a native tensor's dtype as ``widening``'s ``wider`` keys it;
-    ``is_tensor(a)``; ``cast(t, dtype)`` to a native dtype; ``place(t)``: where given, which
+    means that; ``dtype(t)``: a native tensor's dtype as ``widening``'s ``wider`` keys it
+    (default ``t.dtype``); ``is_tensor(a)`` (default: ``a`` has a ``dtype``); ``cast(t,
+    dtype)`` to a native dtype (default ``t.astype(dtype)``); ``place(t)``: where given, which
     dtype widens is learned per (dtype, place) on the first failure, and later calls widen
     without trying the op first; ``refuse(t, name)``: the error for a dtype ``wider`` lacks
     (None: the framework's own error is raised again)."""
 
     raised: Callable[[BaseException], bool]
-    dtype: Callable[[Any], Any]
-    is_tensor: Callable[[Any], bool]
-    cast: Callable[[Any, Any], Any]
+    dtype: Callable[[Any], Any] = operator.attrgetter("dtype")
+    is_tensor: Callable[[Any], bool] = lambda a: hasattr(a, "dtype")
+    cast: Callable[[Any, Any], Any] = lambda t, dtype: t.astype(dtype)
     place: Callable[[Any], Any] | None = None
     refuse: Callable[[Any, str], BaseException | None] | None = None
 
