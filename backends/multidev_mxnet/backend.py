@@ -21,6 +21,7 @@ bfloat16: asking for them raises TypeError.
 
 from __future__ import annotations
 
+import operator
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
@@ -59,6 +60,7 @@ class Backend(Jit, Autograd, AdapterBase):
     dtype_alternatives = ALTERNATIVES
     # MXNet's current context (``with mx.cpu(1):``) when it is one of ours, else cpu:0
     native_default = staticmethod(mx.context.current_context)
+    native_place = operator.attrgetter("ctx")
     native_full = staticmethod(fill.full)
     native_empty = staticmethod(lambda shape, dt, dev: mnp.empty(shape, dtype=dt, ctx=dev))
     conformance_xfails: ClassVar[dict[str, str]] = {
@@ -92,9 +94,6 @@ class Backend(Jit, Autograd, AdapterBase):
         if kind in ("cpu_pinned", "cpu_shared"):  # host memory; the id names a GPU or process
             return CPU0
         return Device(kind, obj.device_id) if kind in ("cpu", "gpu") else None
-
-    def native_place(self, x) -> mx.Context:
-        return x.ctx
 
     def scope(self, dev: Device) -> AbstractContextManager:
         """``with`` the device's context: MXNet's default placement inside."""

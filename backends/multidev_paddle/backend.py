@@ -13,6 +13,7 @@ creates is given its place explicitly.
 
 from __future__ import annotations
 
+import operator
 import re
 import warnings
 from collections.abc import Mapping
@@ -99,6 +100,7 @@ class Backend(Jit, Autograd, AdapterBase):
     array_limits = ArrayLimits(ndim=9)
     # the place paddle.get_device() names (a CUDA build with a GPU: gpu:0)
     native_default = staticmethod(_current_expected_place_)
+    native_place = operator.attrgetter("place")
 
     # devices ---------------------------------------------------------------
     def count_gpus(self) -> int:
@@ -120,9 +122,6 @@ class Backend(Jit, Autograd, AdapterBase):
         if m is None:
             return None
         return CPU0 if m["gpu"] is None else Device("gpu", int(m["gpu"]))
-
-    def native_place(self, x: Any) -> Any:
-        return x.place
 
     # tensors ---------------------------------------------------------------
     def native_dtype_name(self, native: Any) -> str:

@@ -149,9 +149,6 @@ class Backend(Jit, Autograd, AdapterBase):
             return Device(obj.device_type.lower(), obj.device_index or 0)
         return None
 
-    def native_place(self, x) -> str:
-        return x.device
-
     place_device = staticmethod(_parse_name)
 
     def scope(self, dev: Device) -> AbstractContextManager:

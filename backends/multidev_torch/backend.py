@@ -81,9 +81,6 @@ class Backend(Jit, Autograd, AdapterBase):
             return Device("gpu", index)
         return None
 
-    def native_place(self, x: Any) -> torch.device:
-        return x.device
-
     def scope(self, dev: Device) -> AbstractContextManager:
         return torch.cuda.device(dev.index) if dev.type == "gpu" else nullcontext()
 
