@@ -8,6 +8,8 @@ import math
 import paddle
 import paddle.nn.functional as F
 
+from multidev.contract import channel_fold
+
 #: the lowerings, found by op name by the adapter's op_table
 __all__ = [
     *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
@@ -86,19 +88,12 @@ def group_norm(x, groups, w, b, eps):
 def pad(x, pads, mode, value):
     if mode == "constant":
         return F.pad(x, [v for p in pads for v in p], value=value)
-    nonzero = [i for i, p in enumerate(pads) if p != (0, 0)]
-    if not nonzero:
+    fold = channel_fold(x.shape, pads)
+    if fold is None:
         return x.clone()
-    first = max(nonzero[0], 1)
-    shape = list(x.shape)
-    lead = shape[: first - 1]
+    first, lead, folded = fold
     spatial = [v for p in reversed(pads[first:]) for v in p]
-    y = F.pad(
-        x.reshape([math.prod(lead), shape[first - 1], *shape[first:]]),
-        spatial,
-        mode,
-        data_format=_FORMATS[len(shape) - first],
-    )
+    y = F.pad(x.reshape(folded), spatial, mode, data_format=_FORMATS[x.ndim - first])
     return y.reshape([*lead, *y.shape[1:]])
 
 

@@ -3,10 +3,10 @@ already checked and made explicit by ``multidev.nn.functional_cnn``)."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
+
+from multidev.contract import channel_fold
 
 #: the lowerings, found by op name by the adapter's op_table
 __all__ = [
@@ -70,15 +70,11 @@ def pad(x, pads, mode, value):
     if mode == "constant":
         return F.pad(x, _flat(pads), value=value)
     # reflect/replicate kernels take (N, C, *spatial) with 1 to 3 spatial dimensions
-    nonzero = [i for i, p in enumerate(pads) if p != (0, 0)]
-    if not nonzero:
+    fold = channel_fold(x.shape, pads)
+    if fold is None:
         return x.clone()
-    first = max(nonzero[0], 1)
-    shape = tuple(x.shape)
-    lead = shape[: first - 1]
-    y = F.pad(
-        x.reshape(math.prod(lead), shape[first - 1], *shape[first:]), _flat(pads[first:]), mode
-    )
+    first, lead, folded = fold
+    y = F.pad(x.reshape(folded), _flat(pads[first:]), mode)
     return y.reshape(*lead, *y.shape[1:])
 
 

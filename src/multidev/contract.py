@@ -953,6 +953,22 @@ def vector_matmul(
     return squeeze(out, -1 if rb == 1 else -2) if ra == 1 else out
 
 
+def channel_fold(
+    shape: Sequence[int], pads: Sequence[tuple[int, int]]
+) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """How to run the core's ``pad(x, pads, mode)`` (one (before, after) pair per axis) on a
+    reflect or replicate kernel that takes (N, C, *spatial): ``(first, lead, folded)``, where
+    ``first`` is the first padded axis (at least 1), ``pads[first:]`` the kernel's spatial pads,
+    ``folded`` the shape with the axes ``lead`` before ``first - 1`` made one N (the result is
+    reshaped to ``(*lead, *y.shape[1:])``); None when no axis is padded (a copy of x)."""
+    nonzero = [i for i, p in enumerate(pads) if p != (0, 0)]
+    if not nonzero:
+        return None
+    first = max(nonzero[0], 1)
+    lead = tuple(shape[: first - 1])
+    return first, lead, (math.prod(lead), *shape[first - 1 :])
+
+
 def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
     """The first of ``names`` found on the first namespace that has one, or None."""
     for namespace in namespaces:
