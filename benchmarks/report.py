@@ -80,20 +80,30 @@ def _rows(data: dict[str, dict]) -> list[tuple[str, str]]:
 def table(data: dict[str, dict]) -> str:
     backends = list(data)
     index = {b: {(r["case"], r.get("vs", "")): r for r in d["results"]} for b, d in data.items()}
-    targets: dict[tuple[str, str], str] = {}
+    # a row's target column holds the target its backends share; where they differ (op_tiny:
+    # numpy's is looser than the frameworks'), each cell names its own
+    targets: dict[tuple[str, str], set[str]] = {}
     for b in backends:
         for key, r in index[b].items():
             if r["target"]:
-                targets.setdefault(key, r["target"])
+                targets.setdefault(key, set()).add(r["target"])
     lines = [
         "| case | compared with | figure | target | " + " | ".join(backends) + " |",
         "|---|---|---|---|" + "---|" * len(backends),
     ]
     for key in _rows(data):
         case, vs = key
-        cells = [_cell(index[b][key]) if key in index[b] else "—" for b in backends]
+        found = targets.get(key, set())
+        shared = next(iter(found)) if len(found) == 1 else ("per backend" if found else "")
+        cells = []
+        for b in backends:
+            r = index[b].get(key)
+            cell = "—" if r is None else _cell(r)
+            if r is not None and len(found) > 1 and r["target"]:
+                cell += f" ({r['target']})"
+            cells.append(cell)
         lines.append(
-            f"| {case} | {_compared(case, vs)} | {_figure(_group(case))} | {targets.get(key, '')} | "
+            f"| {case} | {_compared(case, vs)} | {_figure(_group(case))} | {shared} | "
             + " | ".join(cells)
             + " |"
         )
