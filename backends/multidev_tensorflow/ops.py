@@ -145,7 +145,6 @@ def _arg(fn):
             x, axis = tf.reshape(x, (-1,)), 0
         return fn(x, axis=axis, output_type=tf.int64)
 
-    op.__name__ = fn.__name__
     return op
 
 
