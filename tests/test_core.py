@@ -103,3 +103,17 @@ def test_report_markdown_groups_reasons():
     text = report.to_markdown(result)
     assert "| ops | 2 passed, 2 skipped | 4 passed |" in text
     assert "skip ×2 (no ref): t1, t2" in text
+
+
+@pytest.mark.skipif(md.get_backend() != "numpy", reason="the NumPy backend shares the array")
+def test_writing_into_a_tensor_over_a_read_only_numpy_array_is_refused():
+    """The NumPy backend's tensors are the arrays themselves: a write into one made from a
+    read-only array is a clear ValueError, and the array keeps its values."""
+    import numpy as np
+
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    t = md.asarray(a)
+    with pytest.raises(ValueError, match="Expected a writable array"):
+        t[0] = 7.0
+    assert a.tolist() == [0.0, 1.0, 2.0]

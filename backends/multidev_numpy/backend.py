@@ -10,8 +10,6 @@ from multidev.contract import AdapterBase
 from multidev.device import CPU0, Device
 from multidev.dtypes import DType, from_numpy_dtype
 
-from .ops import writable
-
 __all__ = ["Backend"]
 
 
@@ -46,5 +44,7 @@ class Backend(AdapterBase):
         return isinstance(var, np.ndarray)
 
     def setitem(self, x: Any, key: Any, value: Any) -> Any:
-        writable(x)[key] = value
+        if not x.flags.writeable:
+            raise ValueError("Expected a writable array. Received: a read-only NumPy array")
+        x[key] = value
         return x

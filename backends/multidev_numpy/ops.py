@@ -14,7 +14,7 @@ from . import cnn, sequence_ops
 from .array_api import LOWERINGS as ARRAY_API
 from .array_api import QUIET
 
-__all__ = ["OPS", "writable"]
+__all__ = ["OPS"]
 
 _asarray = np.asarray
 _ndarray = np.ndarray
@@ -86,12 +86,6 @@ def _reduce(fn):
 
 def _arg(fn):
     return lambda x, axis: _asarray(fn(x, axis=axis), dtype=np.int64)
-
-
-def writable(x: np.ndarray) -> np.ndarray:
-    if not x.flags.writeable:
-        raise ValueError("Expected a writable array. Received: a read-only NumPy array")
-    return x
 
 
 #: the binary ops: NumPy's function of the same name, but for divide and pow

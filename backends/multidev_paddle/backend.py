@@ -124,8 +124,7 @@ class Backend(Jit, Autograd, AdapterBase):
         return CPU0 if m["gpu"] is None else Device("gpu", int(m["gpu"]))
 
     # tensors ---------------------------------------------------------------
-    def native_dtype_name(self, native: Any) -> str:
-        return dtype_name(native)
+    native_dtype_name = staticmethod(dtype_name)
 
     def from_numpy(self, arr: np.ndarray, dev: Device):
         """Zero-copy (DLPack) on the CPU; read-only, non-contiguous, misaligned or byte-swapped

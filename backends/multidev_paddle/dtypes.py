@@ -16,7 +16,6 @@ NATIVE: dict[md.DType, Any] = {dt: getattr(paddle, dt.name) for dt in md.EVERY}
 md_dtype = dtype_lookup(NATIVE)
 
 
-def dtype_name(dt: Any) -> str:
-    """The dtype's name without Paddle's prefix ('float32', 'complex64')."""
-    found = md_dtype(dt)
-    return found.name if found is not None else str(dt).replace("paddle.", "")
+def dtype_name(native: Any) -> str:
+    """The dtype's name without Paddle's prefix, multidev's name for those it has ('float32')."""
+    return str(native).replace("paddle.", "")

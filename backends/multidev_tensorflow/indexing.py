@@ -49,8 +49,10 @@ def getitem(x, key):
         return gather(x, keys, x.shape.as_list(), _GATHER, _mask_ndim)
     except tf.errors.InvalidArgumentError as e:
         items = ", ".join(map(_describe, key_items(key)))
+        # TensorFlow's message without its node and op decorations
+        reason = e.message.splitlines()[0].split("}} ", 1)[-1].split(" [Op:", 1)[0]
         raise IndexError(
-            f"Expected indices within shape {tuple(x.shape)}. Received: [{items}] ({_reason(e)})"
+            f"Expected indices within shape {tuple(x.shape)}. Received: [{items}] ({reason})"
         ) from None
 
 
@@ -66,11 +68,6 @@ def _take(x, ints: tuple):
 
 #: tf.gather_nd takes at most 7 index columns; more indexed axes are merged into one first
 _GATHER_ND_COLUMNS = 7
-
-
-def _reason(e: tf.errors.OpError) -> str:
-    """TensorFlow's message without its node and op decorations."""
-    return e.message.splitlines()[0].split("}} ", 1)[-1].split(" [Op:", 1)[0]
 
 
 def _describe(k) -> str:

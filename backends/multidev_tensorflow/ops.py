@@ -34,7 +34,6 @@ _NO_KERNEL_ERRORS = (
     tf.errors.UnimplementedError,
 )
 _WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
-_WIDE_REDUCTION = dict.fromkeys(_WIDE, tf.int64)
 _cast = tf.cast
 
 
@@ -134,7 +133,7 @@ def _reduction(fn, name, bool_fn=None):
         f = bool_fn if bool_fn is not None and x.dtype == tf.bool else fn
         return f(x, axis=None if axis is None else list(axis), keepdims=keepdims)
 
-    return widening(reduce, name, _NO_KERNEL, _WIDE_REDUCTION, count=1)
+    return widening(reduce, name, _NO_KERNEL, dict.fromkeys(_WIDE, tf.int64), count=1)
 
 
 def _arg(fn):
@@ -146,7 +145,6 @@ def _arg(fn):
             x, axis = tf.reshape(x, (-1,)), 0
         return fn(x, axis=axis, output_type=tf.int64)
 
-    op.__name__ = fn.__name__
     return op
 
 
