@@ -17,6 +17,7 @@ instead of running on the CPU under a tensor that says ``gpu:i``.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterator
@@ -60,12 +61,21 @@ def _configure_runtime() -> None:
                 tf.config.experimental.set_memory_growth(gpu, True)
 
 
+@functools.cache  # a few (dtype, device) pairs, each parsed once
 def has_fused_apply(dtype: tf.DType, device: str) -> bool:
     """Whether ``ResourceApplyGradientDescent`` has a kernel for a variable of ``dtype`` on
     ``device`` (its TensorFlow name): every number type on the CPU, only half, float and double
     on a GPU (``training_ops_gpu.cu.cc``), so a bfloat16 variable on a GPU has none."""
     m = _NAME.search(device)
     return m is None or m.group(1).upper() == "CPU" or dtype in _FUSED_GPU_DTYPES
+
+
+@functools.lru_cache(maxsize=64)
+def _step_size(alpha: float, dtype: tf.DType, device: str) -> tf.Tensor:
+    """``alpha`` as the fused update's tensor for a variable of ``dtype`` on ``device``, made
+    once (a tf.constant per parameter cost an SGD step 6 us each), eager even in a trace."""
+    with tf.init_scope(), tf.device(device):
+        return tf.constant(alpha, dtype)
 
 
 class _StrictPlacement:
@@ -214,7 +224,7 @@ class Backend(Jit, Autograd, AdapterBase):
         if isinstance(x, tf.Variable):
             if has_fused_apply(x.dtype, x.device):
                 tf.raw_ops.ResourceApplyGradientDescent(
-                    var=x.handle, alpha=tf.constant(-alpha, x.dtype), delta=y
+                    var=x.handle, alpha=_step_size(-alpha, x.dtype, x.device), delta=y
                 )
             else:
                 x.assign(x + y * alpha)
