@@ -15,11 +15,11 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import as_tensors, op_table, summed_matmul
+from multidev.contract import as_tensors, native_astype, op_table, summed_matmul
 
 from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
-from .dtypes import native
+from .dtypes import ALTERNATIVES, NATIVE
 from .fill import exact_float64
 from .indexing import getitem, like
 
@@ -198,7 +198,7 @@ OPS = op_table(
     mnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    astype=lambda x, dt: x.astype(native(dt)),
+    astype=native_astype("mxnet", NATIVE, ALTERNATIVES),
     clip=_through(mnp.clip, {_BOOL: _F32}),
     floor_divide=_floor_divide,
     getitem=getitem,
