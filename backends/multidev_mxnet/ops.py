@@ -20,21 +20,16 @@ from multidev.contract import as_tensors, native_astype, op_table, summed_matmul
 from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
 from .dtypes import ALTERNATIVES, NATIVE
-from .fill import exact_float64
-from .indexing import getitem, like
+from .fill import F64, exact_float64
+from .indexing import BOOL, INT64, SCALARS, UINT8, getitem, like
 
 __all__ = ["FLOATS", "OPS"]
 
-_BOOL = np.dtype(np.bool_)
-_UINT8 = np.dtype(np.uint8)
-_INT64 = np.dtype(np.int64)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
-FLOATS = frozenset({_F16, _F32, _F64})
-_GEMM = frozenset({_F32, np.dtype(np.float64)})  # what MXNet's CPU matmul kernels take
+FLOATS = frozenset({_F16, _F32, F64})
+_GEMM = frozenset({_F32, F64})  # what MXNet's CPU matmul kernels take
 _GPU_TYPEID = mx.gpu(0).device_typeid
-_SCALARS = (bool, int, float)
 
 
 def _on_gpu(x) -> bool:
@@ -42,7 +37,7 @@ def _on_gpu(x) -> bool:
 
 
 def _no_bool(name: str, x) -> None:
-    if x.dtype == _BOOL:
+    if x.dtype == BOOL:
         raise TypeError(
             f"Expected numeric tensors for {name}. Received: bool tensors. "
             "Cast them first, e.g. with .astype(md.int64)."
@@ -60,7 +55,7 @@ def _int_divmod(a, b):
     """Exact floor division and remainder of integer arrays, as NumPy computes them (x // 0
     and x % 0 are 0; MXNet's own mod goes through float64 and loses digits beyond 2**53)."""
     zero = b == 0
-    signed = a.dtype != _UINT8
+    signed = a.dtype != UINT8
     special = zero + (b == -1) if signed else zero  # bool + bool: logical or
     safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
     # rounding toward zero, computed exactly by MXNet's integer kernel
@@ -114,7 +109,7 @@ def _remainder(a, b):
 
 def _pow(a, b):
     out = a**b
-    like = b if isinstance(a, _SCALARS) else a
+    like = b if isinstance(a, SCALARS) else a
     if out.dtype != like.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
         out = out.astype(like.dtype)
     return out
@@ -132,7 +127,7 @@ def _matmul(a, b):
         return mnp.matmul(a, b)
     if dt == _F16:
         return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, _INT64, _zeros)
+    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, INT64, _zeros)
 
 
 def _linear(x, w, b):
@@ -152,9 +147,9 @@ def _extremum(fn: Callable, logical: Callable) -> Callable:
     by then: ``_scalar_operand``)."""
 
     def op(a, b):
-        if isinstance(a, _SCALARS):
+        if isinstance(a, SCALARS):
             a, b = b, a
-        return (logical if a.dtype == _BOOL else fn)(a, b)
+        return (logical if a.dtype == BOOL else fn)(a, b)
 
     return op
 
@@ -199,7 +194,7 @@ OPS = op_table(
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
     astype=native_astype("mxnet", NATIVE, ALTERNATIVES),
-    clip=_through(mnp.clip, {_BOOL: _F32}),
+    clip=_through(mnp.clip, {BOOL: _F32}),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
@@ -212,7 +207,7 @@ OPS = op_table(
     mean=_reduction(mnp.mean, np.nan),
     min=_reduction(mnp.min, None),
     minimum=_extremum(mnp.minimum, operator.mul),
-    permute_dims=_through(mnp.transpose, {_BOOL: _UINT8}),
+    permute_dims=_through(mnp.transpose, {BOOL: UINT8}),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
@@ -232,7 +227,7 @@ def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     def op(a, b):
         if bools and (type(a) is bool or type(b) is bool):
             a, b = as_tensors(a, b, like)
-        elif type(b) is float and a.dtype == _F64 and not exact_float64(b):
+        elif type(b) is float and a.dtype == F64 and not exact_float64(b):
             b = like(a, b)
         return fn(a, b)
 
