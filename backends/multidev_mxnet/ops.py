@@ -16,6 +16,7 @@ from mxnet import npx
 
 from multidev import dtypes as _dt
 from multidev.contract import as_tensors, native_astype, op_table, summed_matmul
+from multidev.dispatch import SCALAR_OPERAND_OPS
 
 from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
@@ -237,11 +238,6 @@ def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     return op
 
 
-# the binary ops the core hands a Python scalar operand (multidev.dispatch.binop)
-_SCALAR_OPERAND_OPS = (
-    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "maximum",
-    "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-)  # fmt: skip
-for _name in _SCALAR_OPERAND_OPS:
+for _name in SCALAR_OPERAND_OPS:  # the binary ops the core hands a Python scalar operand
     _fn = _scalar_operand(getattr(OPS, _name), _name in ("add", "multiply", "maximum", "minimum"))
     setattr(type(OPS), _name, staticmethod(_fn))
