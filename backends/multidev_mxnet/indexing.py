@@ -10,12 +10,12 @@ from multidev.indexing import bool_mask_ndim, checked_key, key_items
 
 from .fill import F64, exact_float64, full
 
-__all__ = ["BOOL", "INT64", "SCALARS", "UINT8", "getitem", "like", "setitem"]
+__all__ = ["BOOL", "INT64", "UINT8", "getitem", "like", "setitem"]
 
 BOOL = np.dtype(np.bool_)
 UINT8 = np.dtype(np.uint8)
 INT64 = np.dtype(np.int64)
-SCALARS = (bool, int, float)
+_SCALARS = (bool, int, float)
 _mask_ndim = bool_mask_ndim(mnp.ndarray, BOOL)
 
 
@@ -69,7 +69,7 @@ def _write_zero_dim(x, key, value) -> None:
     items = [k for k in key_items(key) if k is not None and k is not Ellipsis]
     if len(items) > 1 or (items and _mask_ndim(items[0]) != 0):
         raise IndexError(f"Expected a key for a 0-d array. Received: {key!r}")
-    scalar = isinstance(value, SCALARS)
+    scalar = isinstance(value, _SCALARS)
     if not scalar:
         if value.size == 0:
             return
@@ -85,7 +85,7 @@ def setitem(x, key, value):
         value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
     elif type(value) is float and x.dtype == F64 and not exact_float64(value):
         value = full((), value, x.dtype, x.ctx)  # MXNet would read the float from text
-    elif x.dtype == BOOL and not isinstance(value, SCALARS):
+    elif x.dtype == BOOL and not isinstance(value, _SCALARS):
         # several of MXNet's assignment kernels lack bool: assign in uint8, copy back
         staged = x.astype(UINT8)
         setitem(staged, key, value.astype(UINT8))

@@ -22,7 +22,7 @@ from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
 from .dtypes import ALTERNATIVES, NATIVE
 from .fill import F64, exact_float64
-from .indexing import BOOL, INT64, SCALARS, UINT8, getitem, like
+from .indexing import BOOL, INT64, UINT8, getitem, like
 
 __all__ = ["FLOATS", "OPS"]
 
@@ -110,9 +110,8 @@ def _remainder(a, b):
 
 def _pow(a, b):
     out = a**b
-    like = b if isinstance(a, SCALARS) else a
-    if out.dtype != like.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
-        out = out.astype(like.dtype)
+    if out.dtype != a.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
+        out = out.astype(a.dtype)
     return out
 
 
@@ -146,13 +145,7 @@ def _extremum(fn: Callable, logical: Callable) -> Callable:
     """``maximum`` or ``minimum`` (``fn``); on bool arrays, which MXNet's kernels lack, the
     logical or (``+``) or and (``*``) that it is there (a Python bool operand is a 0-d array
     by then: ``_scalar_operand``)."""
-
-    def op(a, b):
-        if isinstance(a, SCALARS):
-            a, b = b, a
-        return (logical if a.dtype == BOOL else fn)(a, b)
-
-    return op
+    return lambda a, b: (logical if a.dtype == BOOL else fn)(a, b)
 
 
 def _through(fn: Callable, wider: dict) -> Callable:
@@ -222,13 +215,14 @@ OPS = op_table(
 def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     """``fn(a, b)`` with a Python float ``b`` that MXNet would read off by an ulp or more
     (fill.py) made a float64 0-d array first, when ``a`` is float64; for ``bools`` (``+``,
-    ``*``, maximum, minimum), a Python bool operand made a 0-d array first: MXNet gives int64
-    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *)."""
+    ``*``, maximum, minimum), a Python bool ``b`` made a 0-d array first: MXNet gives int64
+    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *). The
+    core hands a Python scalar as ``b`` only (``rbinop`` makes a leading one a 0-d tensor)."""
 
     def op(a, b):
-        if bools and (type(a) is bool or type(b) is bool):
-            a, b = as_tensors(a, b, like)
-        elif type(b) is float and a.dtype == F64 and not exact_float64(b):
+        if (bools and type(b) is bool) or (
+            type(b) is float and a.dtype == F64 and not exact_float64(b)
+        ):
             b = like(a, b)
         return fn(a, b)
 
