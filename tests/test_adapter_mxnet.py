@@ -314,6 +314,22 @@ def test_parameter_data_writes_reach_the_gluon_parameter():
     assert p.native.data().asnumpy().tolist() == [[42.0, 0.0, 0.0], [7.0, 7.0, 7.0]]
 
 
+@pytest.mark.parametrize("values", [[1, 2, 3], [True, False, True]], ids=["int64", "bool"])
+def test_integer_and_bool_parameters_hold_no_gradient(values):
+    # gluon Parameters with grad_req 'null' beside a float one in a recorded computation
+    p, w = Parameter(md.asarray(values)), Parameter(md.asarray([1.0, 2.0, 3.0]))
+    assert p.native.grad_req == "null"
+    with md.autograd.record():
+        loss = (w * md.astype(p, md.float32)).sum()
+    loss.backward()
+    assert p.grad is None and w.grad is not None
+    with pytest.raises(TypeError, match="grad_req='null'"):
+        p.grad = md.ones(3, dtype=p.dtype)
+    p.grad = None
+    w.grad = None
+    assert p.grad is None and w.grad is None
+
+
 # ---------------------------------------------------------------- where MXNet differs from NumPy
 
 

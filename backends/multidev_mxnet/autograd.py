@@ -31,7 +31,6 @@ _HAS_GRAD = "_multidev_has_grad"
 #: set on a gluon Parameter: (its gradient list, the non-empty buffers in it)
 _BUFFERS = "_multidev_grad_buffers"
 _RESET = op_handle("reset_arrays")
-_NOT_RECORDED = "not in a computational graph"
 
 
 class NativeBlock(NativeBlockMixin, gluon.HybridBlock):
@@ -102,18 +101,16 @@ class Autograd:
         try:
             loss.backward(out_grad=gradient, retain_graph=retain_graph)
         except mx.base.MXNetError as e:
-            if _NOT_RECORDED in str(e):
+            if "not in a computational graph" in str(e):
                 return False
             raise
         return True
 
     def grad(self, var):
-        if var.grad_req == "null":
-            return None
         if var._data[0]._fresh_grad:  # the first context's array: list_ctx()[0]
             setattr(var, _HAS_GRAD, True)
         elif not getattr(var, _HAS_GRAD, False):
-            return None
+            return None  # so where grad_req is 'null': no backward writes there, no set_grad
         return var._grad[0]
 
     def set_grad(self, var, value) -> None:

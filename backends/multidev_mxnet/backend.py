@@ -105,9 +105,7 @@ class Backend(Jit, Autograd, AdapterBase):
         would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
         without a further copy (``from_numpy``), so it does not wait for MXNet's queued
         operations as MXNet's own host copy does (a synchronisation point each call)."""
-        dtype = arr.dtype.newbyteorder("=")  # both copies below convert to native byte order
-        if self.md_dtype(dtype) is None:
-            raise self.unsupported_dtype(_dt.from_numpy_dtype(dtype))
+        dtype = self.native_dtype(_dt.from_numpy_dtype(arr.dtype))  # in native byte order
         ctx = self.native_device(dev)
         if ctx == _CPU_CONTEXT and dtype not in _NO_ZERO_COPY:
             own = np.array(arr, dtype=dtype, order="C")

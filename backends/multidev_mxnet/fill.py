@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from mxnet import np as mnp
 
-__all__ = ["exact_float64", "full"]
+__all__ = ["F64", "exact_float64", "full"]
 
-_F64 = np.dtype(np.float64)
+F64 = np.dtype(np.float64)
 _EXACT_INT = 2**53  # integers below this reach MXNet's kernels unchanged
 _STEP = 52  # the largest power of two applied per multiplication (2**52 is below _EXACT_INT)
 
@@ -39,7 +39,7 @@ def full(shape: tuple[int, ...], value: Any, dtype: np.dtype, ctx: Any) -> mnp.n
     bit is lost)."""
     if dtype.kind == "f" and value == 0 and math.copysign(1.0, float(value)) < 0:
         return -mnp.zeros(shape, dtype=dtype, ctx=ctx)  # MXNet reads -0.0 as +0.0
-    if dtype != _F64 or exact_float64(value):
+    if dtype != F64 or exact_float64(value):
         return mnp.full(shape, value, dtype=dtype, ctx=ctx)
     mantissa, e = math.frexp(float(value))
     m = int(mantissa * _EXACT_INT)

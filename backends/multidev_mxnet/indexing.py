@@ -8,16 +8,15 @@ from mxnet import np as mnp
 
 from multidev.indexing import bool_mask_ndim, checked_key, key_items
 
-from .fill import exact_float64, full
+from .fill import F64, exact_float64, full
 
-__all__ = ["getitem", "like", "setitem"]
+__all__ = ["BOOL", "INT64", "UINT8", "getitem", "like", "setitem"]
 
-_BOOL = np.dtype(np.bool_)
-_UINT8 = np.dtype(np.uint8)
-_INT64 = np.dtype(np.int64)
-_F64 = np.dtype(np.float64)
+BOOL = np.dtype(np.bool_)
+UINT8 = np.dtype(np.uint8)
+INT64 = np.dtype(np.int64)
 _SCALARS = (bool, int, float)
-_mask_ndim = bool_mask_ndim(mnp.ndarray, _BOOL)
+_mask_ndim = bool_mask_ndim(mnp.ndarray, BOOL)
 
 
 def like(x, value):
@@ -50,7 +49,7 @@ def _index(k, size: int):
     """An integer index array as int64, bounds-checked and with negative entries counted from
     the end: MXNet's scatter kernels take indices as they are, so a negative or too large one
     would write outside the array."""
-    k = k.astype(_INT64) if k.dtype != _INT64 else k
+    k = k.astype(INT64) if k.dtype != INT64 else k
     if k.size:
         lo, hi = int(k.min()), int(k.max())
         bad = hi if hi >= size else (lo if lo < -size else None)
@@ -60,7 +59,7 @@ def _index(k, size: int):
                 f"bounds for an axis of size {size}"
             )
         if lo < 0:
-            k = k + (k < 0).astype(_INT64) * size
+            k = k + (k < 0).astype(INT64) * size
     return k
 
 
@@ -84,13 +83,13 @@ def setitem(x, key, value):
     """``x[key] = value`` in place; returns x."""
     if type(value) is int and not exact_float64(value):  # beyond 2**53: a C double loses digits
         value = mnp.array(value, dtype=x.dtype, ctx=x.ctx)
-    elif type(value) is float and x.dtype == _F64 and not exact_float64(value):
+    elif type(value) is float and x.dtype == F64 and not exact_float64(value):
         value = full((), value, x.dtype, x.ctx)  # MXNet would read the float from text
-    elif x.dtype == _BOOL and not isinstance(value, _SCALARS):
+    elif x.dtype == BOOL and not isinstance(value, _SCALARS):
         # several of MXNet's assignment kernels lack bool: assign in uint8, copy back
-        staged = x.astype(_UINT8)
-        setitem(staged, key, value.astype(_UINT8))
-        x[()] = staged.astype(_BOOL)  # MXNet refuses x[...] = on a 0-d array
+        staged = x.astype(UINT8)
+        setitem(staged, key, value.astype(UINT8))
+        x[()] = staged.astype(BOOL)  # MXNet refuses x[...] = on a 0-d array
         return x
     if _has_array(key):
         if 0 in x.shape:  # nothing to write (MXNet's scatter kernels crash on it)

@@ -15,26 +15,22 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import as_tensors, op_table, summed_matmul
+from multidev.contract import as_tensors, native_astype, op_table, summed_matmul
+from multidev.dispatch import SCALAR_OPERAND_OPS
 
 from . import array_api, cnn, losses, sequence_ops
 from .array_api import signbit
-from .dtypes import native
-from .fill import exact_float64
-from .indexing import getitem, like
+from .dtypes import ALTERNATIVES, NATIVE
+from .fill import F64, exact_float64
+from .indexing import BOOL, INT64, UINT8, getitem, like
 
 __all__ = ["FLOATS", "OPS"]
 
-_BOOL = np.dtype(np.bool_)
-_UINT8 = np.dtype(np.uint8)
-_INT64 = np.dtype(np.int64)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
-FLOATS = frozenset({_F16, _F32, _F64})
-_GEMM = frozenset({_F32, np.dtype(np.float64)})  # what MXNet's CPU matmul kernels take
+FLOATS = frozenset({_F16, _F32, F64})
+_GEMM = frozenset({_F32, F64})  # what MXNet's CPU matmul kernels take
 _GPU_TYPEID = mx.gpu(0).device_typeid
-_SCALARS = (bool, int, float)
 
 
 def _on_gpu(x) -> bool:
@@ -42,7 +38,7 @@ def _on_gpu(x) -> bool:
 
 
 def _no_bool(name: str, x) -> None:
-    if x.dtype == _BOOL:
+    if x.dtype == BOOL:
         raise TypeError(
             f"Expected numeric tensors for {name}. Received: bool tensors. "
             "Cast them first, e.g. with .astype(md.int64)."
@@ -60,7 +56,7 @@ def _int_divmod(a, b):
     """Exact floor division and remainder of integer arrays, as NumPy computes them (x // 0
     and x % 0 are 0; MXNet's own mod goes through float64 and loses digits beyond 2**53)."""
     zero = b == 0
-    signed = a.dtype != _UINT8
+    signed = a.dtype != UINT8
     special = zero + (b == -1) if signed else zero  # bool + bool: logical or
     safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
     # rounding toward zero, computed exactly by MXNet's integer kernel
@@ -114,9 +110,8 @@ def _remainder(a, b):
 
 def _pow(a, b):
     out = a**b
-    like = b if isinstance(a, _SCALARS) else a
-    if out.dtype != like.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
-        out = out.astype(like.dtype)
+    if out.dtype != a.dtype:  # MXNet gives int64 for integer powers with a 0-d operand
+        out = out.astype(a.dtype)
     return out
 
 
@@ -132,7 +127,7 @@ def _matmul(a, b):
         return mnp.matmul(a, b)
     if dt == _F16:
         return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, _INT64, _zeros)
+    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, INT64, _zeros)
 
 
 def _linear(x, w, b):
@@ -150,13 +145,7 @@ def _extremum(fn: Callable, logical: Callable) -> Callable:
     """``maximum`` or ``minimum`` (``fn``); on bool arrays, which MXNet's kernels lack, the
     logical or (``+``) or and (``*``) that it is there (a Python bool operand is a 0-d array
     by then: ``_scalar_operand``)."""
-
-    def op(a, b):
-        if isinstance(a, _SCALARS):
-            a, b = b, a
-        return (logical if a.dtype == _BOOL else fn)(a, b)
-
-    return op
+    return lambda a, b: (logical if a.dtype == BOOL else fn)(a, b)
 
 
 def _through(fn: Callable, wider: dict) -> Callable:
@@ -198,8 +187,8 @@ OPS = op_table(
     mnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    astype=lambda x, dt: x.astype(native(dt)),
-    clip=_through(mnp.clip, {_BOOL: _F32}),
+    astype=native_astype("mxnet", NATIVE, ALTERNATIVES),
+    clip=_through(mnp.clip, {BOOL: _F32}),
     floor_divide=_floor_divide,
     getitem=getitem,
     linear=_linear,
@@ -212,7 +201,7 @@ OPS = op_table(
     mean=_reduction(mnp.mean, np.nan),
     min=_reduction(mnp.min, None),
     minimum=_extremum(mnp.minimum, operator.mul),
-    permute_dims=_through(mnp.transpose, {_BOOL: _UINT8}),
+    permute_dims=_through(mnp.transpose, {BOOL: UINT8}),
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
@@ -226,13 +215,14 @@ OPS = op_table(
 def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     """``fn(a, b)`` with a Python float ``b`` that MXNet would read off by an ulp or more
     (fill.py) made a float64 0-d array first, when ``a`` is float64; for ``bools`` (``+``,
-    ``*``, maximum, minimum), a Python bool operand made a 0-d array first: MXNet gives int64
-    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *)."""
+    ``*``, maximum, minimum), a Python bool ``b`` made a 0-d array first: MXNet gives int64
+    for a bool array with a Python bool (on bool arrays maximum and minimum are + and *). The
+    core hands a Python scalar as ``b`` only (``rbinop`` makes a leading one a 0-d tensor)."""
 
     def op(a, b):
-        if bools and (type(a) is bool or type(b) is bool):
-            a, b = as_tensors(a, b, like)
-        elif type(b) is float and a.dtype == _F64 and not exact_float64(b):
+        if (bools and type(b) is bool) or (
+            type(b) is float and a.dtype == F64 and not exact_float64(b)
+        ):
             b = like(a, b)
         return fn(a, b)
 
@@ -242,11 +232,6 @@ def _scalar_operand(fn: Callable, bools: bool) -> Callable:
     return op
 
 
-# the binary ops the core hands a Python scalar operand (multidev.dispatch.binop)
-_SCALAR_OPERAND_OPS = (
-    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "maximum",
-    "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-)  # fmt: skip
-for _name in _SCALAR_OPERAND_OPS:
+for _name in SCALAR_OPERAND_OPS:  # the binary ops the core hands a Python scalar operand
     _fn = _scalar_operand(getattr(OPS, _name), _name in ("add", "multiply", "maximum", "minimum"))
     setattr(type(OPS), _name, staticmethod(_fn))

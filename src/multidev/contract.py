@@ -1079,3 +1079,20 @@ def nan_first(ops: Any, floating: Callable[[Any], bool], *, ask: bool = False) -
 
     for name in ("argmax", "argmin"):
         setattr(type(ops), name, staticmethod(first_nan(getattr(ops, name))))
+
+
+def native_astype(
+    backend: str, table: Mapping[DType, Any], alternatives: Mapping[DType, str]
+) -> Callable[[Any, DType], Any]:
+    """The op table's ``astype`` for a framework whose tensors convert with
+    ``x.astype(native_dtype)``: the dtype from ``table`` (the adapter's ``dtypes.NATIVE``);
+    ``dtype_error`` (naming ``alternatives``) for a dtype the framework lacks."""
+
+    def astype(x: Any, dt: DType) -> Any:
+        try:
+            native = table[dt]
+        except KeyError:
+            raise dtype_error(backend, table, dt, alternatives) from None
+        return x.astype(native)
+
+    return astype

@@ -685,3 +685,12 @@ def _native_key_item(x: Tensor, k: Any) -> Any:
             *(v.__index__() if isinstance(v, Tensor) else v for v in (k.start, k.stop, k.step))
         )
     return k
+
+
+#: the binary ops that ``binop`` may hand a Python scalar operand (``x + 1``, ``x < 0.5``,
+#: ``md.maximum(x, 0)``): the arithmetic operators but matmul, maximum, minimum and the
+#: comparisons (``rbinop`` and ``&``/``|`` make a scalar a 0-d tensor first)
+SCALAR_OPERAND_OPS = (
+    *(op for op, kind in OPERATORS.values() if kind in (ARITH, DIV) and op != "matmul"),
+    *("maximum", "minimum", *COMPARISONS.values()),
+)
