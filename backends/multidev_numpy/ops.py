@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from multidev.contract import op_table
-from multidev.dispatch import SPEEDUPS
+from multidev.contract import native_astype, op_table
+from multidev.dispatch import SCALAR_OPERAND_OPS, SPEEDUPS
 
 from . import cnn, sequence_ops
 from .array_api import LOWERINGS as ARRAY_API
 from .array_api import QUIET
+from .dtypes import NATIVE
 
 __all__ = ["OPS"]
 
@@ -88,18 +89,11 @@ def _arg(fn):
     return lambda x, axis: _asarray(fn(x, axis=axis), dtype=np.int64)
 
 
-#: the binary ops: NumPy's function of the same name, but for divide and pow
+#: the binary ops (those the core may hand a Python scalar operand, and the logical ones):
+#: NumPy's function of the same name, but for divide and pow (NumPy 1 has no np.pow)
 _BINARY = {
-    "divide": np.true_divide,
-    "pow": np.power,
-    **{
-        name: getattr(np, name)
-        for name in (
-            *("add", "subtract", "multiply", "floor_divide", "remainder", "maximum", "minimum"),
-            *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
-            *("logical_and", "logical_or"),
-        )
-    },
+    name: {"divide": np.true_divide, "pow": np.power}.get(name) or getattr(np, name)
+    for name in (*SCALAR_OPERAND_OPS, "logical_and", "logical_or")
 }
 
 #: the ops NumPy spells differently from their declaration (each returning 0-d results as arrays)
@@ -122,6 +116,6 @@ OPS = op_table(
     reduce=_reduce,
     **{name: _arr(fn) for name, fn in _LOWERINGS.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
-    astype=lambda x, dt: x.astype(dt.numpy),
+    astype=native_astype("numpy", NATIVE, {}),
     copy=np.array,
 )

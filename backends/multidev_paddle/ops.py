@@ -23,6 +23,7 @@ from multidev.contract import (
     clip_bounds,
     divisor_signed,
     nan_first,
+    native_astype,
     op_table,
     reduction,
     widening,
@@ -209,7 +210,7 @@ OPS = op_table(
     softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
     getitem=lambda x, key: x[native_key(key)],
-    astype=lambda x, dt: x.astype(NATIVE[dt]),
+    astype=native_astype("paddle", NATIVE, {}),
     linear=_wide(_linear, "linear"),
 )
 # argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)
