@@ -25,11 +25,11 @@ ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
 AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
-    "numpy": "test,interop",
-    "torch": "torch,test,interop",
-    "tensorflow": "tensorflow,test,interop",
-    "paddle": "paddle,test,interop",
-    "mxnet": "mxnet,test",
+    "numpy": "test,interop,interchange",
+    "torch": "torch,test,interop,interchange",
+    "tensorflow": "tensorflow,test,interop,interchange",
+    "paddle": "paddle,test,interop,interchange",
+    "mxnet": "mxnet,test,interchange",
 }
 SHARED = ROOT / ".nox" / "_shared"
 
