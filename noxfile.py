@@ -414,6 +414,26 @@ def mutation(session: nox.Session) -> None:
         )
 
 
+@nox.session(name="mutation-source", venv_backend="none")
+def mutation_source(session: nox.Session) -> None:
+    """Planted bugs in layers, optimisers, schedulers, the loader and DDP
+    (tools/source_mutants.py), each of which a test must catch, on the named backends (``nox -s
+    mutation-source -- torch``; default: all five). Minutes per backend; not in the default run
+    (tests/test_source_mutants.py runs a short version there); uses the tests-<backend>
+    environments."""
+    out = SHARED / "mutation"
+    out.mkdir(parents=True, exist_ok=True)
+    for b in session.posargs or BACKENDS:
+        session.run(
+            str(_venv_python(b)),
+            str(ROOT / "tools" / "source_mutants.py"),
+            "--out",
+            str(out / f"source-{b}.json"),
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
+
+
 @nox.session(name="jit_inductor")
 def jit_inductor(session: nox.Session) -> None:
     """The jit section and the export tests on torch with the full inductor compiler (C++
