@@ -44,6 +44,7 @@ from mxnet import npx
 
 from multidev.autograd import keep_last_recording
 from multidev.device import Device
+from multidev.errors import UnsupportedOperationError
 from multidev.jit import build, captured, flatten, hashable
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
@@ -469,6 +470,19 @@ class Jit:
     def synchronize(self, dev: Device | None) -> None:
         """Wait for MXNet's asynchronous engine (every queued operation)."""
         mx.nd.waitall()
+
+    def export_onnx(
+        self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
+    ) -> Path:
+        """Refused before anything is written: see the message."""
+        raise UnsupportedOperationError(
+            "Expected a model MXNet's ONNX exporter can convert. Received: "
+            f"{type(block).__name__}, whose graph holds MXNet NumPy-mode operators "
+            "(_npx_relu, _np_*; multidev runs MXNet with npx.set_np()), and mxnet.onnx converts "
+            "only the legacy operators. Export the same model code and weights from torch, "
+            "tensorflow or paddle (md.load of this backend's checkpoint works there), or use "
+            "md.export(..., format='native')."
+        )
 
     def export(self, block: Any, path: Path, inputs: tuple, epoch: int = 0) -> Path:
         """``path-symbol.json`` and ``path-0000.params`` (``epoch``) as Gluon's

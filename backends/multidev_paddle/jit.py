@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
+import tempfile
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -125,6 +127,7 @@ class Jit:
     """The compilation hooks of the Paddle adapter."""
 
     jit_traces_once = True
+    ops: Any  # the adapter's op table (backend.py)
     jit_backward_unsupported = (
         "it calls backward(), and a to_static program differentiates through "
         "paddle.static.gradients, which multidev's Paddle autograd does not drive yet"
@@ -162,4 +165,38 @@ class Jit:
         ``path.json``/``.pdmodel`` and ``path.pdiparams``)."""
         specs = [paddle.static.InputSpec(x.shape, x.dtype) for x in inputs]
         paddle.jit.save(block.native, str(path), input_spec=specs)
+        return path
+
+    def export_onnx(
+        self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
+    ) -> Path:
+        """An ONNX file from ``paddle2onnx`` of a ``paddle.jit.save`` of the block's forward.
+        ReLU is traced as Paddle's own ``relu`` there: the op table's NaN-keeping
+        ``hardtanh(x, 0, inf)`` comes out of paddle2onnx as ``Clip(-1, 1)``."""
+        try:
+            import paddle2onnx
+        except ImportError:
+            raise ImportError(
+                "md.export(..., format='onnx') on Paddle needs paddle2onnx: "
+                "pip install 'multidev[onnx-paddle]'"
+            ) from None
+        specs = [
+            paddle.static.InputSpec(
+                [None if dynamic_batch else x.shape[0], *x.shape[1:]], x.dtype, name=f"input{i}"
+            )
+            for i, x in enumerate(inputs)
+        ]
+        ops = self.ops
+        relu = ops.relu
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = os.path.join(tmp, "model")
+            ops.relu = paddle.nn.functional.relu
+            try:
+                paddle.jit.save(block.native, prefix, input_spec=specs)
+            finally:
+                ops.relu = relu
+            program = prefix + (".json" if os.path.exists(prefix + ".json") else ".pdmodel")
+            paddle2onnx.export(
+                program, prefix + ".pdiparams", str(path), opset_version=opset, verbose=False
+            )
         return path

@@ -20,6 +20,7 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context, record
 
 from multidev.device import Device
+from multidev.errors import UnsupportedOperationError
 
 from .cnn import graph_nchw
 
@@ -94,6 +95,38 @@ class Jit:
         module.net = native
         module.serve = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
         tf.saved_model.save(module, str(path), signatures=module.serve)
+        return path
+
+    def export_onnx(
+        self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
+    ) -> Path:
+        """An ONNX file from ``tf2onnx`` of a ``tf.function`` of the block's forward."""
+        try:
+            import tf2onnx
+        except ImportError:
+            raise ImportError(
+                "md.export(..., format='onnx') on TensorFlow needs tf2onnx: "
+                "pip install 'multidev[onnx-tensorflow]'"
+            ) from None
+        native = block.native
+        specs = tuple(
+            tf.TensorSpec(
+                (None if dynamic_batch else x.shape[0], *x.shape[1:]), x.dtype, name=f"input{i}"
+            )
+            for i, x in enumerate(inputs)
+        )
+        fn = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
+        try:
+            fn.get_concrete_function()
+        except (TypeError, ValueError) as e:
+            if not dynamic_batch:
+                raise
+            raise UnsupportedOperationError(
+                f"Expected a forward that traces with a free batch size. Received: {e} "
+                f"({type(block).__name__} reads the batch size as a number). Export with "
+                "dynamic_batch=False (one file per batch size)."
+            ) from e
+        tf2onnx.convert.from_function(fn, input_signature=specs, opset=opset, output_path=str(path))
         return path
 
 

@@ -89,3 +89,38 @@ class Jit:
         program = torch.export.export(block.native, inputs, strict=False)
         torch.export.save(program, str(path))
         return path
+
+    def export_onnx(
+        self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
+    ) -> Path:
+        """An ONNX file from ``torch.onnx.export`` (the ``torch.export``-based exporter)."""
+        _needs("onnxscript")
+        dynamic = None
+        if dynamic_batch:
+            # torch.export fixes a dimension of size 1: trace a batch of two
+            inputs = tuple(torch.cat([x, x]) if x.shape[0] == 1 else x for x in inputs)
+            batch = torch.export.Dim("batch")
+            dynamic = (tuple({0: batch} for _ in inputs),)
+        names = [f"input{i}" for i in range(len(inputs))]
+        torch.onnx.export(
+            block.native,
+            inputs,
+            str(path),
+            dynamo=True,
+            dynamic_shapes=dynamic,
+            opset_version=opset,
+            input_names=names,
+            external_data=False,
+            verbose=False,
+        )
+        return path
+
+
+def _needs(module: str) -> None:
+    """ImportError with the install hint when the ONNX exporter's package is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(
+            f"md.export(..., format='onnx') on torch needs {module}: pip install 'multidev[onnx-torch]'"
+        )

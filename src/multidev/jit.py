@@ -32,6 +32,7 @@ dicts of them.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -42,7 +43,7 @@ from . import registry
 from .autograd import keep_last_recording
 from .device import as_device
 from .distributed.group import DistributedError
-from .errors import JitWarning
+from .errors import JitWarning, UnsupportedOperationError
 from .optim import Optimizer
 from .tensors import Tensor
 from .tracing import Untraceable, inside, last_reason, tracing, untraceable
@@ -548,15 +549,43 @@ def synchronize(device: Any = None) -> None:
         sync(dev)
 
 
-def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
-    """Write ``block`` in its framework's own serving format at ``path``: a SavedModel
+#: the ONNX opset md.export writes: supported by every exporter used (torch.onnx, tf2onnx,
+#: paddle2onnx) and by onnxruntime releases of the last years
+ONNX_OPSET = 18
+EXPORT_FORMATS = ("native", "onnx")
+
+
+def export(
+    block: Any,
+    path: str | Path,
+    example_inputs: Any,
+    format: str = "native",
+    *,
+    dynamic_batch: bool = True,
+    opset: int = ONNX_OPSET,
+) -> Path:
+    """Write ``block`` for serving without multidev.
+
+    ``format="native"``: the framework's own serving format at ``path``: a SavedModel
     folder (TensorFlow; call ``.serve(x)`` on ``tf.saved_model.load``), a ``torch.export``
     program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
     prefix (``paddle.jit.load(path)(x)``), MXNet's ``path-symbol.json`` and
-    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``). ``example_inputs`` is a Tensor or a tuple of
-    Tensors with the shapes and dtypes to serve. Returns the path written. Raises
-    TypeError on a backend without an exporter, ValueError for a block in training mode
-    that draws random values (``Dropout``: call ``block.eval()`` first)."""
+    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``).
+
+    ``format="onnx"``: an ONNX file (opset ``opset``) written by the framework's own exporter
+    (``torch.onnx``, ``tf2onnx``, ``paddle2onnx``; ``pip install 'multidev[onnx-torch]'``, ``[onnx-tensorflow]`` or
+    ``[onnx-paddle]``) that
+    onnxruntime runs; inputs are named ``input0``, ``input1``…, and with ``dynamic_batch``
+    their first dimension is free. The file appears whole or not at all: a failed export
+    leaves ``path`` as it was.
+
+    ``example_inputs`` is a Tensor or a tuple of Tensors with the shapes and dtypes to
+    serve. Returns the path written. Raises ValueError for an unknown format or a block in
+    training mode that draws random values (``Dropout``: call ``block.eval()`` first),
+    TypeError on a backend without that exporter, UnsupportedOperationError where the
+    framework's exporter cannot express the model (the message says what and why)."""
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"Expected format one of {EXPORT_FORMATS}. Received: {format!r}")
     inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     for x in inputs:
         if not isinstance(x, Tensor):
@@ -565,18 +594,78 @@ def export(block: Any, path: str | Path, example_inputs: Any) -> Path:
                 "Wrap it with md.asarray first."
             )
     bk = inputs[0]._bk if inputs else registry.current()
-    write = getattr(bk, "export", None)
+    write = getattr(bk, "export" if format == "native" else "export_onnx", None)
     if write is None:
+        what = "serving format" if format == "native" else "onnx exporter"
         raise TypeError(
-            f"Expected a backend with a serving format for md.export. Received: a Block of "
+            f"Expected a backend with a {what} for md.export. Received: a Block of "
             f"the {bk.name} backend, which has none. "
             + (getattr(bk, "export_unsupported", "") or "Use torch, tensorflow or paddle.")
         )
+    natives = tuple(x._native for x in inputs)
     try:
         with inside():
-            return Path(write(block, Path(path), tuple(x._native for x in inputs)))
+            if format == "native":
+                return Path(write(block, Path(path), natives))
+            return _write_whole(
+                Path(path), lambda tmp: _onnx(write, block, tmp, natives, opset, dynamic_batch)
+            )
     except Untraceable:
         raise ValueError(
             f"Expected a block that a serving graph can hold. Received: {type(block).__name__} "
             f"in a mode where {last_reason()}. Call block.eval() before md.export."
         ) from None
+
+
+def _onnx(write: Any, block: Any, tmp: Path, natives: tuple, opset: int, dynamic: bool) -> None:
+    """The adapter's ONNX export to ``tmp``, checked: the graph's inputs must be exactly the
+    example inputs (an exporter may leave captured tensors as extra inputs), and with
+    ``dynamic`` each one's first dimension must have come out free (an exporter specialises
+    it silently when the model reads the batch size as a Python number). An exporter's own
+    failure becomes UnsupportedOperationError naming it."""
+    try:
+        write(block, tmp, natives, opset, dynamic)
+    except (UnsupportedOperationError, ImportError, Untraceable):
+        raise
+    except Exception as e:
+        raise UnsupportedOperationError(
+            f"Expected {type(block).__name__} to export to ONNX. Received: the framework's "
+            f"exporter failed with {type(e).__name__}: {e}. Nothing was written; export from "
+            "another backend (the same model code and weights), or with format='native'."
+        ) from e
+    import onnx
+
+    graph = onnx.load(str(tmp), load_external_data=False).graph
+    names = [i.name for i in graph.input]
+    if len(names) != len(natives):
+        raise UnsupportedOperationError(
+            f"Expected an ONNX graph with the {len(natives)} example inputs. Received: "
+            f"{len(names)} inputs ({names[:6]}…): the exporter kept tensors the forward reads "
+            f"(such as BatchNorm's running statistics) as inputs instead of constants. "
+            "Nothing was written; export from another backend or with format='native'."
+        )
+    fixed = [
+        i.name
+        for i in graph.input
+        if not i.type.tensor_type.shape.dim or not i.type.tensor_type.shape.dim[0].dim_param
+    ]
+    if dynamic and fixed:
+        raise UnsupportedOperationError(
+            f"Expected a free batch dimension in the ONNX inputs. Received: {fixed} fixed to "
+            f"the example's batch size: {type(block).__name__}'s forward reads the batch size "
+            "as a number (x.shape[0]) where the exporter needs it symbolic. Export with "
+            "dynamic_batch=False (one file per batch size)."
+        )
+
+
+def _write_whole(path: Path, write: Callable[[Path], Any]) -> Path:
+    """``write(tmp)`` to a temporary file beside ``path``, then renamed to ``path``; the
+    temporary file is removed if ``write`` fails."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path

@@ -1,0 +1,159 @@
+"""md.export(..., format="onnx") on the active backend: the file runs in onnxruntime in a
+process that imports neither multidev nor the framework, and gives multidev's outputs and the
+NumPy reference backend's for the same seeded weights (so every backend's file agrees); what
+an exporter cannot express is a typed error that writes nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import nn
+from multidev.examples.modern_cnns import lenet, resnet18
+
+BK = md.get_backend()
+EXPORTERS = {"torch": "onnxscript", "tensorflow": "tf2onnx", "paddle": "paddle2onnx"}
+HAVE = BK in EXPORTERS and all(
+    importlib.util.find_spec(m) for m in (EXPORTERS[BK], "onnx", "onnxruntime")
+)
+needs_exporter = pytest.mark.skipif(
+    not HAVE,
+    reason=f"{BK}: no ONNX exporter here"
+    if BK not in EXPORTERS
+    else f"{EXPORTERS[BK]}, onnx or onnxruntime missing (pip install 'multidev[onnx-<backend>]')",
+)
+
+RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import onnxruntime as ort
+    path, inputs, out = sys.argv[1:4]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    arrays = np.load(inputs)
+    results = {k: session.run(None, {"input0": arrays[k]})[0] for k in arrays.files}
+    np.savez(out, **results)
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in
+                    ("multidev", "torch", "tensorflow", "paddle", "mxnet", "keras"))
+    print(json.dumps(loaded))
+    """
+)
+
+
+def _run_onnx(path, batches, tmp_path):
+    """Outputs of the ONNX file for each input, computed by onnxruntime in a fresh process."""
+    np.savez(tmp_path / "in.npz", **{str(i): x for i, x in enumerate(batches)})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            str(path),
+            str(tmp_path / "in.npz"),
+            str(tmp_path / "out.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == []  # no multidev, no framework
+    out = np.load(tmp_path / "out.npz")
+    return [out[str(i)] for i in range(len(batches))]
+
+
+def _reference(make, batches):
+    """The NumPy backend's outputs for the same seeded model."""
+    with md.use_backend("numpy"):
+        md.manual_seed(0)
+        net = make().eval()
+        return [net(md.asarray(x)).numpy() for x in batches]
+
+
+def _mlp():
+    return nn.Sequential(
+        nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3)
+    )
+
+
+@needs_exporter
+def test_an_mlp_with_a_free_batch_size_runs_without_multidev(tmp_path):
+    md.manual_seed(0)
+    net = _mlp().eval()
+    path = md.export(net, tmp_path / "mlp.onnx", md.randn(2, 6), format="onnx")
+    assert path == tmp_path / "mlp.onnx"
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((n, 6)).astype(np.float32) for n in (1, 3, 7)]
+    got = _run_onnx(path, batches, tmp_path)
+    for g, x, ref in zip(got, batches, _reference(_mlp, batches), strict=True):
+        np.testing.assert_allclose(g, net(md.asarray(x)).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(g, ref, rtol=1e-5, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tmp") == []
+
+
+@needs_exporter
+@pytest.mark.parametrize("model", ["lenet", "resnet18"])
+def test_cnns_at_a_fixed_batch_size(model, tmp_path):
+    if model == "resnet18" and BK != "torch":
+        pytest.skip(f"{BK}'s exporter cannot express ResNet-18's BatchNorm: the next test")
+    make, shape = {"lenet": (lenet, (2, 1, 28, 28)), "resnet18": (resnet18, (2, 1, 32, 32))}[model]
+    md.manual_seed(0)
+    net = make().eval()
+    path = md.export(
+        net, tmp_path / f"{model}.onnx", md.randn(*shape), format="onnx", dynamic_batch=False
+    )
+    batches = [np.random.default_rng(1).standard_normal(shape).astype(np.float32)]
+    (got,) = _run_onnx(path, batches, tmp_path)
+    np.testing.assert_allclose(got, net(md.asarray(batches[0])).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, _reference(make, batches)[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_exporter
+@pytest.mark.skipif(BK != "paddle", reason="only Paddle's tracer keeps LeNet's batch size free")
+def test_lenet_with_a_free_batch_size_on_paddle(tmp_path):
+    md.manual_seed(0)
+    net = lenet().eval()
+    path = md.export(net, tmp_path / "lenet.onnx", md.randn(2, 1, 28, 28), format="onnx")
+    rng = np.random.default_rng(2)
+    batches = [rng.standard_normal((n, 1, 28, 28)).astype(np.float32) for n in (1, 3)]
+    for got, ref in zip(
+        _run_onnx(path, batches, tmp_path), _reference(lenet, batches), strict=True
+    ):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@needs_exporter
+def test_what_an_exporter_cannot_express_is_a_typed_error_that_writes_nothing(tmp_path):
+    target = tmp_path / "model.onnx"
+    target.write_bytes(b"previous")
+    md.manual_seed(0)
+    cases = []
+    if BK in ("torch", "tensorflow"):  # their tracers need the batch size symbolic
+        cases.append((lenet(), (2, 1, 28, 28), True))  # LeNet's Flatten reads it as a number
+    if BK != "torch":
+        cases.append((resnet18(), (2, 1, 32, 32), False))
+    for net, shape, dynamic in cases:
+        with pytest.raises(md.UnsupportedOperationError, match="Expected"):
+            md.export(net.eval(), target, md.randn(*shape), format="onnx", dynamic_batch=dynamic)
+        assert target.read_bytes() == b"previous"
+        assert [p.name for p in tmp_path.iterdir()] == ["model.onnx"]
+
+
+def test_an_unknown_format_and_a_backend_without_an_exporter(tmp_path):
+    net = _mlp().eval()
+    with pytest.raises(ValueError, match="format"):
+        md.export(net, tmp_path / "m", md.randn(2, 6), format="tflite")
+    if BK == "mxnet":
+        with pytest.raises(md.UnsupportedOperationError, match="NumPy-mode"):
+            md.export(net, tmp_path / "m.onnx", md.randn(2, 6), format="onnx")
+    elif BK == "numpy":
+        with pytest.raises(TypeError, match="onnx exporter"):
+            md.export(net, tmp_path / "m.onnx", md.randn(2, 6), format="onnx")
+    assert not (tmp_path / "m.onnx").exists()
