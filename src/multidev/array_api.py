@@ -1,5 +1,9 @@
 """The rest of the Array API 2023.12 main namespace, and the namespace plumbing.
 
+``__array_api_version__`` is ``"2023.12"``: the revision multidev implements completely. The
+functions and behaviours that the 2024.12 revision adds are provided as well (their docstrings
+say "added in 2024.12"), but not yet all of that revision, so the namespace does not claim it.
+
 Each function checks and normalises its arguments here, once, then runs the adapter's native
 op (declared in ``op_specs``, in each adapter's op table) or a composition of native ops; no
 value goes through host memory. ``install()`` attaches ``__array_namespace__``, the DLPack
@@ -157,7 +161,7 @@ def isdtype(dtype: _dt.DType, kind: Any) -> bool:
     return dtype is _dt.as_dtype(kind)
 
 
-#: the Python scalars an Array API function takes in place of a tensor (2024.12)
+#: the Python scalars an Array API function takes in place of a tensor (added in 2024.12)
 _SCALARS = (bool, int, float, complex)
 
 
@@ -315,7 +319,7 @@ tan = _native_unary("tan", "Elementwise tangent of radians")
 expm1 = _native_unary("expm1", "Elementwise exp(x) - 1, exact near 0")
 log2 = _native_unary("log2", "Elementwise base-2 logarithm")
 log10 = _native_unary("log10", "Elementwise base-10 logarithm")
-reciprocal = _native_unary("reciprocal", "Elementwise 1 / x (Array API 2024.12)")
+reciprocal = _native_unary("reciprocal", "Elementwise 1 / x (added in Array API 2024.12)")
 
 
 def _rounding(name: str, doc: str):
@@ -437,7 +441,8 @@ hypot = _float_binary("hypot", "Elementwise sqrt(x1**2 + x2**2) without overflow
 copysign = _float_binary("copysign", "Elementwise |x1| with the sign of x2")
 logaddexp = _float_binary("logaddexp", "Elementwise log(exp(x1) + exp(x2)) without overflow")
 nextafter = _float_binary(
-    "nextafter", "Elementwise the next representable value after x1 toward x2 (Array API 2024.12)"
+    "nextafter",
+    "Elementwise the next representable value after x1 toward x2 (added in Array API 2024.12)",
 )
 
 
@@ -587,7 +592,7 @@ def cumulative_sum(
 def cumulative_prod(
     x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
 ) -> Tensor:
-    """Running products along ``axis`` (required unless ``x`` is 1-d; Array API 2024.12);
+    """Running products along ``axis`` (required unless ``x`` is 1-d; added in Array API 2024.12);
     bool and integer input multiplies in int64, as ``prod`` does; ``include_initial`` starts
     with ones."""
     return _cumulative("cumulative_prod", x, axis, dtype, include_initial, 1)
@@ -602,7 +607,7 @@ def diff(
     prepend: Any = None,
     append: Any = None,
 ) -> Tensor:
-    """The ``n``-th forward difference along ``axis`` (Array API 2024.12), after joining
+    """The ``n``-th forward difference along ``axis`` (added in Array API 2024.12), after joining
     ``prepend`` and ``append`` to ``x`` there; on bool tensors, whether neighbours differ."""
     x = as_tensor(x)
     if x.ndim == 0:
@@ -664,7 +669,7 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
 
 def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:
     """How many elements are non-zero (int64), over ``axis`` (every axis by default; an int or
-    a tuple), Array API 2024.12."""
+    a tuple), added in Array API 2024.12."""
     x = as_tensor(x)
     nonzero_mask = x if x._dtype is _dt.bool else x != 0
     return ops.sum(nonzero_mask, axis=axis, keepdims=keepdims, dtype=_dt.int64)
@@ -769,7 +774,7 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
 
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
     """Elements of ``x`` at integer ``indices`` (negative ones count from the end) along
-    ``axis`` (Array API 2024.12): ``indices`` has ``x``'s rank, and the two broadcast against
+    ``axis`` (added in Array API 2024.12): ``indices`` has ``x``'s rank, and the two broadcast against
     each other on every other axis."""
     x = as_tensor(x)
     idx = as_tensor(indices, x)

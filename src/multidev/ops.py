@@ -106,7 +106,7 @@ def _axis(x: Tensor, axis: int) -> int:
 def _lhs(x: Any, y: Any) -> Tensor:
     """The left operand ``x`` of a binary function as a Tensor: a Python scalar beside a
     tensor ``y`` takes ``y``'s dtype by the scalar rule (``add(2, y)`` is ``y``'s dtype, as
-    ``y + 2`` is; Array API 2024.12)."""
+    ``y + 2`` is; added in Array API 2024.12)."""
     if type(x) in SCALARS and isinstance(y, Tensor):
         return asarray(x, dtype=_dt.scalar_result_type(y._dtype, x), device=y.device)
     return as_tensor(x, y if isinstance(y, Tensor) else None)
