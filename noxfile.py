@@ -25,11 +25,11 @@ ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
 AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
-    "numpy": "test,interop",
-    "torch": "torch,test,interop",
-    "tensorflow": "tensorflow,test,interop",
-    "paddle": "paddle,test,interop",
-    "mxnet": "mxnet,test",
+    "numpy": "test,interop,interchange",
+    "torch": "torch,test,interop,interchange",
+    "tensorflow": "tensorflow,test,interop,interchange",
+    "paddle": "paddle,test,interop,interchange",
+    "mxnet": "mxnet,test,interchange",
 }
 SHARED = ROOT / ".nox" / "_shared"
 
@@ -409,6 +409,26 @@ def mutation(session: nox.Session) -> None:
             str(ROOT / "tools" / "mutation_check.py"),
             "--out",
             str(out / f"{b}.json"),
+            env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )
+
+
+@nox.session(name="mutation-source", venv_backend="none")
+def mutation_source(session: nox.Session) -> None:
+    """Planted bugs in layers, optimisers, schedulers, the loader and DDP
+    (tools/source_mutants.py), each of which a test must catch, on the named backends (``nox -s
+    mutation-source -- torch``; default: all five). Minutes per backend; not in the default run
+    (tests/test_source_mutants.py runs a short version there); uses the tests-<backend>
+    environments."""
+    out = SHARED / "mutation"
+    out.mkdir(parents=True, exist_ok=True)
+    for b in session.posargs or BACKENDS:
+        session.run(
+            str(_venv_python(b)),
+            str(ROOT / "tools" / "source_mutants.py"),
+            "--out",
+            str(out / f"source-{b}.json"),
             env={"MULTIDEV_BACKEND": b, "PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"},
             external=True,
         )

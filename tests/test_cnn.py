@@ -50,6 +50,56 @@ def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
+def _naive_conv2d(x, w, b, stride, pads, dilation, groups):
+    """Cross-correlation written out one output position at a time, independent of
+    multidev_numpy.cnn (which the other tests take as the definition): a padding or
+    dilation bug in that definition shows here."""
+    (pt, pb), (pl, pr) = pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    cout, cin_g, kh, kw = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], cout, oh, ow))
+    per = cout // groups
+    for o in range(cout):
+        g = o // per
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[
+                    :,
+                    g * cin_g : (g + 1) * cin_g,
+                    i * sh : i * sh + dh * (kh - 1) + 1 : dh,
+                    j * sw : j * sw + dw * (kw - 1) + 1 : dw,
+                ]
+                out[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3)) + b[o]
+    return out
+
+
+@pytest.mark.parametrize("cin,cout,k,stride,padding,dilation,groups", CONV_CASES)
+def test_conv2d_and_its_definition_match_a_plain_loop(
+    cin, cout, k, stride, padding, dilation, groups
+):
+    x, w, b = _a(2, cin, 7, 8), _a(cout, cin // groups, *_pair(k)), _a(cout)
+    args = (_pair(stride), _pads(padding, k, dilation), _pair(dilation), groups)
+    want = _naive_conv2d(x, w, b, *args)
+    np.testing.assert_allclose(ref.conv2d(x, w, b, *args), want, rtol=1e-4, atol=1e-4)
+    got = F.conv2d(md.asarray(x), md.asarray(w), md.asarray(b), stride, padding, dilation, groups)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_uneven_same_padding_puts_the_extra_row_after():
+    """An even kernel under "same" pads one more at the end (torch's rule): checked on values
+    against the plain loop with explicit (top, bottom) = (0, 1) pads."""
+    x, w, b = _a(1, 2, 5, 6), _a(3, 2, 2, 2), _a(3)
+    got = F.conv2d(md.asarray(x), md.asarray(w), md.asarray(b), 1, "same").numpy()
+    want = _naive_conv2d(x, w, b, (1, 1), ((0, 1), (0, 1)), (1, 1), 1)
+    assert got.shape == (1, 3, 5, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    flipped = _naive_conv2d(x, w, b, (1, 1), ((1, 0), (1, 0)), (1, 1), 1)
+    assert not np.allclose(got, flipped, atol=1e-3)
+
+
 @pytest.mark.parametrize("cin,cout,k,stride,padding,dilation,groups", CONV_CASES)
 def test_conv2d_matches_the_definition(cin, cout, k, stride, padding, dilation, groups):
     x, w, b = _a(2, cin, 9, 10), _a(cout, cin // groups, *_pair(k)), _a(cout)

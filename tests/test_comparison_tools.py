@@ -110,3 +110,22 @@ def test_forward_values_are_seeded_and_follow_the_parameters():
     assert len(first) == 15 and all(math.isfinite(v) for v in first)
     net[6].weight.data[0, 0] = net[6].weight.numpy()[0, 0] * 1.001
     assert param_hash.forward_values(net) != first
+
+
+def test_torch_interop_read_fails_on_nan_expected_outputs(tmp_path):
+    """A NaN in the outputs compared must be a mismatch, not a difference below tolerance."""
+    import numpy as np
+
+    import multidev as md
+    from multidev.testing import torch_interop
+
+    net = torch_interop.build(md.nn)
+    md.save(net.state_dict(), tmp_path / "native-torch.safetensors")
+    x = md.asarray(torch_interop._input())
+    outputs = {mode: net.train(mode == "train")(x).numpy() for mode in ("eval", "train")}
+    np.savez(tmp_path / "native-torch.npz", **outputs)
+    assert torch_interop.read(tmp_path) == []
+    outputs["eval"] = np.full_like(outputs["eval"], np.nan)
+    np.savez(tmp_path / "native-torch.npz", **outputs)
+    problems = torch_interop.read(tmp_path)
+    assert len(problems) == 1 and "eval output" in problems[0]

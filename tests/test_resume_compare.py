@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from multidev.testing import resume_compare
 
 LOSSES = [0.5, 0.25, 0.125, 0.0625]
@@ -51,3 +53,19 @@ def test_missing_pairs_and_different_batches_fail(tmp_path):
     assert "loader batches: b differs from a" in text
     assert "no resumed-a.json" in text
     assert "c: no c.json" in text
+
+
+def test_a_nan_or_infinite_loss_in_a_resumed_run_fails(tmp_path):
+    for bad in (float("nan"), float("inf")):
+        resumed = [*LOSSES[:2], bad, LOSSES[3]]
+        problems, lines = resume_compare.check(_folder(tmp_path, resumed), ["a", "b"], ["a", "b"])
+        assert len(problems) == 2 and all("a -> b" in p for p in problems), (bad, problems)
+        assert sum("FAILED" in line for line in lines) == 2
+
+
+def test_relative_difference_of_non_finite_values():
+    assert resume_compare._relative(float("nan"), float("nan")) == float("inf")
+    assert resume_compare._relative(float("inf"), float("inf")) == 0.0
+    assert resume_compare._relative(float("inf"), 1.0) == float("inf")
+    assert resume_compare._relative(0.0, 0.0) == 0.0
+    assert resume_compare._relative(1.0, 1.5) == pytest.approx(1 / 3)

@@ -50,7 +50,9 @@ def start(job: Job) -> PaddleGroup:
             "this machine. Start at most one process per GPU, or use backend='gloo'."
         )
     device = Device("gpu", job.local_rank) if engine == "nccl" else Device("cpu", 0)
-    endpoints = [f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)]
+    endpoints = list(job.endpoints or ()) or [
+        f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)
+    ]
     os.environ.update(
         PADDLE_TRAINER_ID=str(job.rank),
         PADDLE_TRAINERS_NUM=str(job.world_size),

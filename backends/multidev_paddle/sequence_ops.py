@@ -3,6 +3,8 @@ Paddle's fused kernel."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import paddle
 import paddle.nn.functional as F
 from paddle import _C_ops
@@ -45,14 +47,26 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
     return (out, state[0], None) if c0 is None else (out, state[0], state[1])
 
 
+#: the largest epsilon Paddle's layer_norm kernel accepts
+_KERNEL_MAX_EPS = 1e-3
+
+
+def _layer_norm(x: Any, w: Any, b: Any, eps: float) -> Any:
+    """Paddle's fused kernel; for an epsilon above what it accepts (it raises), the same
+    normalisation in Paddle's elementwise and reduction kernels."""
+    if eps <= _KERNEL_MAX_EPS:
+        return F.layer_norm(x, [x.shape[-1]], weight=w, bias=b, epsilon=eps)
+    centred = x - x.mean(axis=-1, keepdim=True)
+    var = (centred * centred).mean(axis=-1, keepdim=True)
+    return centred * paddle.rsqrt(var + eps) * w + b
+
+
 #: op name -> lowering, passed to this adapter's op_table
 LOWERINGS = {
     "embedding": lambda w, idx: F.embedding(idx, w),
     "one_hot": lambda idx, n: F.one_hot(idx, n).astype(paddle.int64),
     "stop_gradient": lambda x: x.detach(),
-    "layer_norm": lambda x, w, b, eps: F.layer_norm(
-        x, [x.shape[-1]], weight=w, bias=b, epsilon=eps
-    ),
+    "layer_norm": _layer_norm,
     "gelu": lambda x, tanh: F.gelu(x, approximate=tanh),
     "rnn": _rnn,
 }

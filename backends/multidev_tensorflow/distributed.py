@@ -143,7 +143,9 @@ def start(job: Job) -> TFGroup:
         tf.config.set_visible_devices(gpus[job.local_rank], "GPU")
         device = Device("gpu", 0)
     if "TF_CONFIG" not in os.environ:
-        workers = [f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)]
+        workers = list(job.endpoints or ()) or [
+            f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)
+        ]
         os.environ["TF_CONFIG"] = _tf_config(workers, job.rank)
     impl = {
         None: tf.distribute.experimental.CommunicationImplementation.AUTO,
@@ -162,10 +164,12 @@ def start(job: Job) -> TFGroup:
             f"Received: {e}. Call md.distributed.init_process_group() first in the script."
         ) from e
     ctx = strategy.cluster_resolver
-    if ctx.task_id != job.rank or strategy.num_replicas_in_sync != job.world_size:
+    chiefs = len(ctx.cluster_spec().as_dict().get("chief", []))  # a chief is rank 0
+    task_rank = ctx.task_id + (chiefs if ctx.task_type == "worker" else 0)
+    if task_rank != job.rank or strategy.num_replicas_in_sync != job.world_size:
         raise DistributedError(
             f"Expected TF_CONFIG to describe rank {job.rank} of {job.world_size}. Received: task "
-            f"{ctx.task_id} with {strategy.num_replicas_in_sync} replicas. Set RANK and "
+            f"{ctx.task_type} {ctx.task_id} with {strategy.num_replicas_in_sync} replicas. Set RANK and "
             "WORLD_SIZE to match TF_CONFIG, or leave TF_CONFIG unset."
         )
     return TFGroup(strategy, job.rank, job.world_size, job.local_rank, device, job.timeout)

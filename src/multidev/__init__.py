@@ -61,6 +61,7 @@ from .errors import (
     StateDictError,
     UnsupportedOperationError,
 )
+from .interchange import load_native
 from .jit import export, jit, synchronize
 from .ops import (
     abs,
@@ -180,6 +181,7 @@ __all__ = [
     "less",
     "linalg",
     "load",
+    "load_native",
     "log",
     "log1p",
     "manual_seed",

@@ -96,7 +96,7 @@ def lacks_dtype(bk: Any, dt: _dt.DType) -> bool:
 # ====================================================================================== save
 
 
-def save(obj: Any, path: str | os.PathLike) -> None:
+def save(obj: Any, path: str | os.PathLike, *, rank: int | None = None) -> None:
     """Write a Tensor, or lists/tuples/dicts nesting Tensors and plain Python values (int,
     float, bool, str, None), to ``path``. Dict keys are str or int, so ``net.state_dict()``
     and an optimiser's or scheduler's ``state_dict()`` save as they are.
@@ -106,7 +106,37 @@ def save(obj: Any, path: str | os.PathLike) -> None:
     if the process is killed; a replaced file keeps its permission bits. Raises TypeError
     or ValueError (object not saveable, such as a complex128 tensor, which safetensors has
     no code for, or a header too large for its data; no file is touched) or OSError (e.g. a full disk; the previous file is kept, no temp file left).
+
+    ``rank``: in a process group (``md.distributed.init_process_group()``), only that rank
+    writes and every rank returns once the file is written (a barrier), so that N processes
+    saving the same checkpoint write it once; without a group the process writes.
     """
+    if rank is not None:
+        from . import distributed
+        from .creation import full
+
+        if distributed.is_initialized():
+            world = distributed.get_world_size()
+            if not 0 <= rank < world:
+                raise ValueError(f"Expected rank in [0, {world}). Received: {rank}")
+            failure: BaseException | None = None
+            if distributed.get_rank() == rank:
+                try:
+                    save(obj, path)
+                except Exception as e:
+                    failure = e
+            # an all-reduce of the writer's outcome doubles as the barrier: every rank learns
+            # that the write failed instead of going on as if the file were there
+            flag = full((1,), 1.0 if failure else 0.0, device=distributed.device())
+            distributed.all_reduce(flag)
+            if failure is not None:
+                raise failure
+            if flag.item() != 0:
+                raise distributed.DistributedError(
+                    f"Expected rank {rank} to write {_fspath(path)!r}. Received: a failure on "
+                    "that rank (its own error says why); no rank goes on without the file."
+                )
+            return
     path = _fspath(path)
     plan = _Plan(obj)
     plan.layout()

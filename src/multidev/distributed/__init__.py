@@ -27,6 +27,7 @@ from ..dispatch import new_tensor as _new_tensor
 from ..errors import BackendError
 from ..tensors import Tensor
 from .ddp import DistributedDataParallel
+from .env import detect
 from .group import DistributedError, Group, Job, LocalGroup
 from .sampler import DistributedSampler
 
@@ -34,6 +35,7 @@ __all__ = [
     "DistributedDataParallel",
     "DistributedError",
     "DistributedSampler",
+    "add_prefix",
     "all_reduce",
     "barrier",
     "broadcast",
@@ -45,6 +47,8 @@ __all__ = [
     "group",
     "init_process_group",
     "is_initialized",
+    "is_main_process",
+    "strip_prefix",
 ]
 
 _group: Group | None = None
@@ -98,13 +102,17 @@ def init_process_group(
 ) -> None:
     """Join the group of worker processes through the active backend's engine.
 
-    Arguments default to the launcher's environment (``RANK``, ``WORLD_SIZE``,
-    ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). ``backend`` picks the engine's
+    Arguments default to the launcher's environment: ``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT`` (``multidev launch``, torchrun,
+    Kubeflow), else SLURM's ``srun``, Open MPI or PMI (``mpirun``), ``TF_CONFIG`` or Paddle's
+    launcher variables (see ``multidev.distributed.env``); with none of them the process is
+    rank 0 of 1. ``backend`` picks the engine's
     transport where it has several (``"gloo"`` or ``"nccl"`` on torch and paddle; default:
     NCCL when this process has a GPU, else gloo). ``timeout`` (seconds) bounds every wait
     for the other ranks where the engine allows it. Call it first thing in the script
     (TensorFlow must configure its collectives before other work). Raises DistributedError
-    when called twice or with an inconsistent rank and world size, BackendError on a
+    when called twice, with an inconsistent rank and world size, or when a launcher's
+    variables are present but incomplete (never a silent world of one); BackendError on a
     backend without an engine.
     """
     global _group
@@ -113,20 +121,32 @@ def init_process_group(
             "Expected init_process_group() once per process. Received: a second call. "
             "Call destroy_process_group() first to start a new group."
         )
-    rank = _env_int("RANK", rank)
-    world = _env_int("WORLD_SIZE", world_size)
-    local = _env_int("LOCAL_RANK", local_rank)
-    if world is None and rank is None:
-        _group = LocalGroup()
-        return
+    endpoints = None
+    world: int | None
+    local: int | None
+    if rank is None and world_size is None:
+        found = detect(os.environ)
+        if found is None:
+            _group = LocalGroup()
+            return
+        rank, world, local = found.rank, found.world_size, found.local_rank
+        addr = master_addr or found.master_addr or "127.0.0.1"
+        port = found.master_port if master_port is None else int(master_port)
+        endpoints = found.endpoints
+    else:
+        rank = _env_int("RANK", rank)
+        world = _env_int("WORLD_SIZE", world_size)
+        local = _env_int("LOCAL_RANK", local_rank)
+        addr = master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+        port = _env_int("MASTER_PORT", master_port)
+    if local_rank is not None:
+        local = int(local_rank)
     if world is None or rank is None or not 0 <= rank < world:
         raise DistributedError(
             f"Expected a rank in [0, world_size). Received: rank={rank}, world_size={world}. "
             "Start the workers with `multidev launch --nproc-per-node N script.py`, or pass "
             "both rank= and world_size=."
         )
-    addr = master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
-    port = _env_int("MASTER_PORT", master_port)
     if port is None:
         raise DistributedError(
             "Expected MASTER_PORT (the rank-0 port) in the environment or as master_port=. "
@@ -148,6 +168,7 @@ def init_process_group(
             master_port=port,
             backend=backend,
             timeout=float(timeout),
+            endpoints=endpoints,
         )
     )
 
@@ -155,6 +176,35 @@ def init_process_group(
 def is_initialized() -> bool:
     """Whether ``init_process_group()`` ran (and ``destroy_process_group()`` did not)."""
     return _group is not None
+
+
+def is_main_process() -> bool:
+    """Whether this process is rank 0, or runs alone (no process group): the one that should
+    print, log and write files that every rank would otherwise write alike."""
+    return _group is None or _group.rank == 0
+
+
+def strip_prefix(state_dict: dict[str, Any], prefix: str = "module.") -> dict[str, Any]:
+    """A copy of ``state_dict`` whose keys lose ``prefix`` where they start with it (the
+    ``module.`` that a data-parallel wrapper's ``state_dict()`` adds), in the same order: load
+    a ``DistributedDataParallel`` checkpoint into the plain model. Raises ValueError when two
+    keys would become one."""
+    out: dict[str, Any] = {}
+    for key, value in state_dict.items():
+        new = key[len(prefix) :] if key.startswith(prefix) else key
+        if new in out:
+            raise ValueError(
+                f"Expected keys that stay distinct without the prefix {prefix!r}. Received: "
+                f"{key!r} and another key that both become {new!r}."
+            )
+        out[new] = value
+    return out
+
+
+def add_prefix(state_dict: dict[str, Any], prefix: str = "module.") -> dict[str, Any]:
+    """A copy of ``state_dict`` with ``prefix`` before every key, in the same order: load a
+    plain model's checkpoint into a ``DistributedDataParallel`` wrapper."""
+    return {prefix + key: value for key, value in state_dict.items()}
 
 
 def group() -> Group:

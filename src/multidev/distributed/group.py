@@ -14,7 +14,9 @@ __all__ = ["DistributedError", "Group", "Job", "LocalGroup"]
 class Job:
     """What ``multidev_<backend>.distributed.start(job)`` is given: this worker's rank among
     ``world_size``, its rank on this machine, the rank-0 address and port, the engine the
-    user asked for (None: the framework's default) and the rendezvous timeout in seconds."""
+    user asked for (None: the framework's default), the rendezvous timeout in seconds, and
+    every rank's ``host:port`` where the launcher listed them (``TF_CONFIG``, Paddle's
+    launcher; None: the engine derives them from the rank-0 address)."""
 
     rank: int
     world_size: int
@@ -23,6 +25,7 @@ class Job:
     master_port: int
     backend: str | None
     timeout: float
+    endpoints: tuple[str, ...] | None = None
 
     def meeting_error(self, cause: BaseException) -> DistributedError:
         """The error for ranks that did not all meet at the rank-0 address in time."""

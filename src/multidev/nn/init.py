@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd import no_grad
 from ..dispatch import new_tensor as _new_tensor
 from ..random import host_normal, host_uniform
 from ..tensors import Tensor
@@ -118,11 +119,15 @@ def _init(
             f"Expected an nn.Parameter or md.Tensor to initialise. Received: {type(t).__name__}"
         )
     values = sample(t.shape)
-    if isinstance(values, np.ndarray):
-        _write_host(t, values)
-    else:
-        bk = t._bk
-        t[...] = _new_tensor(bk.full(t.shape, values, t._dtype, t._dev), bk, t._dev, t._dtype)
+    # an initialiser is no part of any graph (as torch.nn.init runs under no_grad): a lazy
+    # layer built by its first forward inside record() writes its values here
+    with no_grad():
+        if isinstance(values, np.ndarray):
+            _write_host(t, values)
+        else:
+            bk = t._bk
+            full = bk.full(t.shape, values, t._dtype, t._dev)
+            t[...] = _new_tensor(full, bk, t._dev, t._dtype)
     return t
 
 

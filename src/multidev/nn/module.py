@@ -456,6 +456,8 @@ class Block:
             raise TypeError(
                 f"Expected a mapping of names to tensors. Received: {type(state_dict).__name__}"
             )
+        if hasattr(state_dict, "for_model"):  # md.load_native's: layouts only the model knows
+            state_dict = state_dict.for_model(self)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

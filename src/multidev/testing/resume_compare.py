@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,14 @@ def resume(folder: Path) -> dict[str, Any]:
 
 
 def _relative(a: float, b: float) -> float:
+    """|a - b| relative to the larger; infinite where either is NaN or they are unequal
+    infinities, so that a non-finite loss can never pass as a small difference."""
+    if a == b:
+        return 0.0
     scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0.0 else abs(a - b) / scale
+    if math.isnan(a) or math.isnan(b) or math.isinf(scale):
+        return math.inf
+    return abs(a - b) / scale
 
 
 def check(
@@ -143,12 +150,12 @@ def check(
                     )
                     continue
                 worst = max(_relative(a, b) for a, b in zip(base, losses, strict=True))
-                status = "ok" if worst <= rtol else "FAILED"
+                status = "ok" if worst <= rtol else "FAILED"  # NaN cannot be <= rtol
                 lines.append(
                     f"{origin:>10} -> {target:<10} {kind:<11} largest relative difference "
                     f"{worst:.2e} {status}"
                 )
-                if worst > rtol:
+                if not worst <= rtol:
                     problems.append(
                         f"{origin} -> {target} ({kind}): losses {losses} differ from the "
                         f"uninterrupted {base} by {worst:.3g} relative (> {rtol})"

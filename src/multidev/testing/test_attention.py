@@ -175,6 +175,25 @@ def test_layer_norm_over_two_axes_matches_numpy_reference_backend(rng):
     np.testing.assert_allclose(got, normalised, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("eps", [1e-1, 1e-3])
+def test_layer_norm_honours_a_non_default_eps(rng, eps, native_ops):
+    """Inputs whose variance (~1e-4) is far below eps: an eps that is ignored or replaced by
+    the default changes every output."""
+    x = (1e-2 * rng.standard_normal((3, E))).astype(np.float32)
+    w = rng.standard_normal(E).astype(np.float32)
+    b = rng.standard_normal(E).astype(np.float32)
+    ln = nn.LayerNorm(E, eps=eps)
+    ln.weight.data = md.asarray(w)
+    ln.bias.data = md.asarray(b)
+    got = ln(md.asarray(x)).numpy()
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    np.testing.assert_allclose(got, (x64 - mean) / np.sqrt(var + eps) * w + b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, native_ops["layer_norm"](x, w, b, eps), rtol=RTOL, atol=ATOL)
+    functional = F.layer_norm(md.asarray(x), (E,), md.asarray(w), md.asarray(b), eps=eps)
+    np.testing.assert_allclose(functional.numpy(), got, rtol=RTOL, atol=ATOL)
+
+
 def test_one_hot():
     out = F.one_hot(md.asarray([2, 0, 1]), 4)
     assert out.dtype is md.int64

@@ -85,6 +85,29 @@ def test_initialisers_applied_before_the_first_call_are_honoured():
         assert not layer.bias.numpy().any()
 
 
+@pytest.mark.parametrize("init", ["normal", "constant"])
+def test_a_lazy_layer_first_called_while_recording_trains(init):
+    """Its first forward inside record() materialises it and runs the deferred initialiser
+    (the book's LazyLinear + normal_ under a training step), then gradients reach it."""
+    md.manual_seed(0)
+    lazy = nn.LazyLinear(2)
+    if init == "normal":
+        nn.init.normal_(lazy.weight, 0, 0.01)
+    else:
+        nn.init.constant_(lazy.weight, 0.25)
+    nn.init.zeros_(lazy.bias)
+    autograd = "autograd" in md.registry.current().capabilities
+    with md.autograd.record() if autograd else md.no_grad():
+        loss = md.sum(lazy(md.ones((3, 4))))
+    assert lazy.weight.shape == (2, 4) and not lazy.bias.numpy().any()
+    if init == "constant":
+        assert (lazy.weight.numpy() == 0.25).all()
+    if autograd:
+        loss.backward()
+        assert lazy.weight.grad is not None
+        np.testing.assert_allclose(lazy.weight.grad.numpy(), np.full((2, 4), 3.0))
+
+
 def test_recorded_initialisers_run_in_order():
     lazy = nn.LazyLinear(4)
     nn.init.normal_(lazy.weight)

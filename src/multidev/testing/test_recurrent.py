@@ -165,6 +165,25 @@ def test_embedding_matches_framework_and_padding_row_gets_no_gradient(rng, nativ
         emb(md.asarray([10]))
 
 
+def test_embedding_gradient_sums_the_upstream_rows_except_the_padding_row(rng):
+    """A weighted loss: each row's gradient is the sum of the upstream gradients of the
+    positions that looked it up, computed here with NumPy; the padding row (given as -1,
+    i.e. the last row) gets none."""
+    if "autograd" not in md.registry.current().capabilities:
+        pytest.skip("the backend has no autograd")
+    emb = nn.Embedding(6, 3, padding_idx=-1)
+    idx = np.array([[5, 2, 2], [0, 5, 4]])
+    upstream = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    with md.autograd.record():
+        loss = md.sum(emb(md.asarray(idx)) * md.asarray(upstream))
+    loss.backward()
+    want = np.zeros((6, 3), np.float32)
+    np.add.at(want, idx.reshape(-1), upstream.reshape(-1, 3))
+    want[5] = 0
+    assert emb.weight.grad is not None
+    np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- LSTM projections
 
 PROJ = 2

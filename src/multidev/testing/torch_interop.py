@@ -111,7 +111,7 @@ def check(directory: Path) -> list[str]:
     def close(name: str, got: Any, want: np.ndarray, tol: float = TOL) -> None:
         got = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
         diff = float(np.abs(got.astype(np.float64) - want).max()) if got.size else 0.0
-        if got.shape != want.shape or diff > tol:
+        if got.shape != want.shape or not diff <= tol:  # a NaN difference fails
             problems.append(f"{name}: shapes {got.shape}/{want.shape}, max difference {diff:.3g}")
 
     files = sorted(directory.glob("*-outputs.npz"))
@@ -159,7 +159,7 @@ def read(directory: Path) -> list[str]:
         net.train(mode == "train")
         got = net(md.asarray(_input())).numpy()
         diff = float(np.abs(got - expected[mode]).max())
-        if diff > TOL:
+        if not diff <= TOL:  # a NaN difference fails
             problems.append(f"torch checkpoint, {mode} output: max difference {diff:.3g}")
     return problems
 

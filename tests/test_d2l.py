@@ -1,0 +1,162 @@
+"""multidev.d2l on the active backend: the book's helper classes, used as the book's PyTorch
+code uses them (``torch`` replaced by ``md``): regression from scratch and concise, a
+classifier, the board's points, the text pipeline and the encoder-decoder loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import d2l, nn
+
+AUTOGRAD = md.get_backend() in md.autograd.autograd_backends()
+needs_autograd = pytest.mark.skipif(not AUTOGRAD, reason=f"{md.get_backend()} has no autograd")
+
+
+@needs_autograd
+def test_linear_regression_from_scratch_recovers_w_and_b():
+    md.manual_seed(0)
+    model = d2l.LinearRegressionScratch(2, lr=0.03)
+    data = d2l.SyntheticRegressionData(w=md.tensor([2, -3.4]), b=4.2)
+    trainer = d2l.Trainer(max_epochs=8)
+    trainer.fit(model, data)
+    np.testing.assert_allclose(model.w.numpy().reshape(-1), [2, -3.4], atol=0.02)
+    np.testing.assert_allclose(model.b.numpy(), [4.2], atol=0.02)
+    # the board: two training points per epoch (averaged batches), one validation point
+    assert [len(model.board.points[k]) for k in ("train_loss", "val_loss")] == [16, 8]
+    xs = [x for x, _ in model.board.points["val_loss"]]
+    assert xs == list(range(1, 9))
+    losses = [y for _, y in model.board.points["train_loss"]]
+    assert losses[-1] < losses[0] / 100
+
+
+@needs_autograd
+def test_concise_linear_regression_and_its_weights():
+    md.manual_seed(0)
+    model = d2l.LinearRegression(lr=0.03)
+    data = d2l.SyntheticRegressionData(w=md.tensor([2, -3.4]), b=4.2)
+    d2l.Trainer(max_epochs=6).fit(model, data)
+    w, b = model.get_w_b()
+    np.testing.assert_allclose(w.numpy(), [[2, -3.4]], atol=0.02)
+    np.testing.assert_allclose(b.numpy(), [4.2], atol=0.02)
+
+
+class Blobs(d2l.DataModule):
+    """Three Gaussian blobs in 4 dimensions."""
+
+    def __init__(self, batch_size=32, num_train=600, num_val=300):
+        super().__init__()
+        self.save_hyperparameters()
+        rng = np.random.default_rng(0)
+        n = num_train + num_val
+        labels = rng.integers(0, 3, n)
+        centres = np.eye(3, 4) * 4
+        self.X = md.asarray((centres[labels] + rng.standard_normal((n, 4))).astype(np.float32))
+        self.y = md.asarray(labels.astype(np.int64))
+
+    def get_dataloader(self, train):
+        i = slice(0, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader((self.X, self.y), train, i)
+
+
+class SoftmaxRegression(d2l.Classifier):
+    def __init__(self, num_outputs, lr):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(num_outputs))
+
+    def forward(self, X):
+        return self.net(X)
+
+
+@needs_autograd
+def test_a_classifier_trains_and_plots_validation_accuracy():
+    md.manual_seed(0)
+    model = SoftmaxRegression(num_outputs=3, lr=0.1)
+    data = Blobs()
+    trainer = d2l.Trainer(max_epochs=5, gradient_clip_val=1.0)
+    trainer.fit(model, data)
+    acc = [y for _, y in model.board.points["val_acc"]]
+    assert len(acc) == 5 and acc[-1] > 0.9
+    X, y = data.X[600:], data.y[600:]
+    assert d2l.accuracy(model(X), y) == pytest.approx(float(model.accuracy(model(X), y)) * 300)
+
+
+@needs_autograd
+def test_clip_gradients_scales_the_joint_norm_down_to_the_limit():
+    net = nn.Linear(3, 2)
+    with md.autograd.record():
+        loss = (net(md.ones((4, 3))) * 100).sum()
+    loss.backward()
+    d2l.Trainer(max_epochs=1).clip_gradients(1.0, net)
+    norm = np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in net.parameters()))
+    assert norm == pytest.approx(1.0, rel=1e-5)
+
+
+def test_save_hyperparameters_keeps_the_arguments_but_the_ignored():
+    class Model(d2l.HyperParameters):
+        def __init__(self, a, b, c=3):
+            self.save_hyperparameters(ignore=["c"])
+
+    m = Model(1, b="x")
+    assert (m.a, m.b, hasattr(m, "c")) == (1, "x", False)
+    assert m.hparams == {"a": 1, "b": "x"}
+
+
+def test_vocab_follows_the_book():
+    vocab = d2l.Vocab([["b", "a"], ["b", "c", "b"]], min_freq=2, reserved_tokens=["<pad>"])
+    assert vocab.idx_to_token == ["<pad>", "<unk>", "b"]
+    assert vocab["b"] == 2 and vocab["a"] == vocab.unk == 1
+    assert vocab[["b", "zzz"]] == [2, 1]
+    assert vocab.to_tokens([2, 0]) == ["b", "<pad>"] and vocab.to_tokens(2) == "b"
+    assert vocab.token_freqs[0] == ("b", 3) and len(vocab) == 3
+
+
+def test_time_machine_reads_a_local_file_as_characters(tmp_path):
+    (tmp_path / "timemachine.txt").write_text("The Time Machine, by H. G. Wells [1898]\n\nI\n")
+    data = d2l.TimeMachine(batch_size=2, num_steps=5, num_train=10, num_val=5, root=tmp_path)
+    text = "the time machine by h g wells i "
+    assert data.vocab.idx_to_token == sorted(set(text) | {"<unk>"})
+    X, Y = data.X.numpy(), data.Y.numpy()
+    assert X.shape == (len(text) - 5, 5)
+    np.testing.assert_array_equal(X[1:, :], Y[:-1, :])
+    assert "".join(data.vocab.to_tokens(X[0].tolist())) == text[:5]
+    batches = list(data.val_dataloader())
+    assert sum(len(b[0]) for b in batches) == 5
+    with pytest.raises(FileNotFoundError, match=r"timemachine\.txt"):
+        d2l.TimeMachine(2, 5, root=tmp_path / "missing")
+
+
+def test_seq2seq_loss_averages_over_the_non_padding_tokens():
+    class Nothing(d2l.Encoder):
+        pass
+
+    model = d2l.Seq2Seq(Nothing(), d2l.Decoder(), tgt_pad=0, lr=0.01)
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    Y = np.array([[3, 1, 0, 0], [2, 4, 4, 0]])
+    got = float(model.loss(md.asarray(logits), md.asarray(Y)))
+    flat = logits.reshape(-1, 5)
+    logp = flat - np.log(np.exp(flat).sum(1, keepdims=True))
+    per = -logp[np.arange(8), Y.reshape(-1)]
+    mask = Y.reshape(-1) != 0
+    assert got == pytest.approx(per[mask].mean(), rel=1e-5)
+
+
+def test_the_board_saves_a_picture(tmp_path):
+    pytest.importorskip("matplotlib")
+    board = d2l.ProgressBoard(display=False)
+    for i in range(6):
+        board.draw(i / 2, 1 / (i + 1), "train_loss", every_n=2)
+    assert [round(y, 4) for _, y in board.points["train_loss"]] == [0.75, 0.2917, 0.1833]
+    board.save(tmp_path / "board.png")
+    assert (tmp_path / "board.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.skipif(AUTOGRAD, reason="the backend has autograd")
+def test_training_without_autograd_says_so():
+    model = d2l.LinearRegressionScratch(2, lr=0.03)
+    data = d2l.SyntheticRegressionData(w=md.asarray([2.0, -3.4]), b=4.2)
+    with pytest.raises(md.AutogradError):
+        d2l.Trainer(max_epochs=1).fit(model, data)
