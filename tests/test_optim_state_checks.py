@@ -337,12 +337,13 @@ def _converted(value, how):
     return value.numpy()
 
 
-@pytest.mark.parametrize("how", ["torch", "asarray", "numpy"])
+@pytest.mark.parametrize("how", ["torch", "asarray", "numpy", "load_native"])
 @pytest.mark.parametrize(("name", "kwargs"), TORCH_CASES)
-def test_torch_state_loads_live(name, kwargs, how):
+def test_torch_state_loads_live(name, kwargs, how, tmp_path):
     """Train torch.optim for 3 steps, load its state_dict() (as it is on the torch backend,
-    through md.asarray, or NumPy-converted) into multidev's optimiser over the same weights;
-    3 more steps on both give the same parameters within 1e-6."""
+    through md.asarray, NumPy-converted, or written by torch.save and read by
+    md.load_native) into multidev's optimiser over the same weights; 3 more steps on both
+    give the same parameters within 1e-6."""
     torch = pytest.importorskip("torch")
     if how == "torch" and md.get_backend() != "torch":
         pytest.skip("torch tensors are native tensors on the torch backend only")
@@ -354,12 +355,17 @@ def test_torch_state_loads_live(name, kwargs, how):
     for step in range(6):
         if step == 3:
             sd = topt.state_dict()
-            sd = {
-                "state": {
-                    i: {k: _converted(v, how) for k, v in s.items()} for i, s in sd["state"].items()
-                },
-                "param_groups": sd["param_groups"],
-            }
+            if how == "load_native":
+                torch.save(sd, tmp_path / "opt.pt")
+                sd = md.load_native(tmp_path / "opt.pt")
+            else:
+                sd = {
+                    "state": {
+                        i: {k: _converted(v, how) for k, v in s.items()}
+                        for i, s in sd["state"].items()
+                    },
+                    "param_groups": sd["param_groups"],
+                }
             mine = [nn.Parameter(md.asarray(p.detach().numpy().copy())) for p in theirs]
             opt = getattr(md.optim, name)(mine, lr=123.0)
             opt.load_state_dict(sd)

@@ -448,9 +448,12 @@ class Block:
         the first parameter changes. A lazy layer's uninitialised parameters take the loaded
         shapes if the layer accepts them (``LazyLinear(3)`` wants a ``(3, in_features)``
         weight and a ``(3,)`` bias). Raises one ``md.StateDictError`` listing every missing
-        key, unexpected key (both only when ``strict``), shape mismatch and value that is not
-        numeric (strings, None; in ``mismatched_keys`` with the shape mismatches); the block
-        is unchanged then.
+        key, unexpected key (both only when ``strict``), shape mismatch, value that is not
+        numeric (strings, None), value the cast to the target's dtype would change beyond
+        rounding (complex into real; NaN, infinite, fractional or out-of-range into integers;
+        finite values overflowing to inf, as float32 into float16) and tied parameter given
+        two different values (these in ``mismatched_keys`` with the shape mismatches); the
+        block is unchanged then. Convert values first where such a loss is meant.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(
@@ -647,7 +650,7 @@ def _check_lossless(target: Tensor, value: Any) -> None:
     if kind == "c" and want.kind != "c":
         raise ValueError(
             f"expected numbers with no imaginary part, received {arr.dtype} values; "
-            "load value.real if dropping the imaginary parts is meant"
+            "load md.real(value) if dropping the imaginary parts is meant"
         )
     if not arr.size:
         return
