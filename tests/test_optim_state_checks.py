@@ -478,3 +478,28 @@ def test_scheduler_state_round_trips(name):
         sched.step()
         twin.step()
         assert twin.get_last_lr() == sched.get_last_lr()
+
+
+def test_custom_optimiser_without_a_state_spec_still_loads_its_state():
+    class Counting(md.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr, "weight_decay": 0.0})
+
+        def _update(self, p, grad, group, state):
+            state["calls"] = state.get("calls", 0) + 1
+            state["last"] = grad.to(grad.device, copy=True)
+            self._add_scaled_(p, grad, -group["lr"])
+
+    params = [nn.Parameter(md.zeros(3))]
+    opt = Counting(params)
+    params[0].grad = md.ones(3)
+    opt.step()
+    twin = Counting([nn.Parameter(md.zeros(3))], lr=0.5)
+    twin.load_state_dict(opt.state_dict())
+    state = twin.state[twin.param_groups[0]["params"][0]]
+    assert state["calls"] == 1 and twin.param_groups[0]["lr"] == 0.1
+    np.testing.assert_array_equal(state["last"].numpy(), np.ones(3, np.float32))
+    bad = opt.state_dict()
+    bad["state"][0]["last"] = np.zeros(4, np.float32)
+    with pytest.raises(md.StateDictError, match=r"shape \(4,\)"):
+        twin.load_state_dict(bad)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import array_api as _xp
+from .. import dtypes as _dt
 from .. import ops
 from ..autograd import paused
 from ..creation import full_like, zeros_like
@@ -179,13 +180,19 @@ def _check_state_tensor(key: str, p: Any, kind: str, dtype: str, shape: tuple) -
         )
 
 
-def _state_value(value: Any, p: Any, key: str, nonnegative: bool = False) -> Tensor:
+def _state_value(
+    value: Any, p: Any, key: str, nonnegative: bool = False, checked: bool = True
+) -> Tensor:
     """A loaded state tensor on ``p``'s backend, device and floating dtype (as in PyTorch),
-    checked: of ``p``'s shape, floating point, finite (and >= 0 for running squares).
-    Raises ``md.StateDictError`` naming ``key`` otherwise."""
+    checked: of ``p``'s shape, floating point, finite (and >= 0 for running squares); with
+    ``checked=False`` (state a custom optimiser declares no spec for) only the shape, and
+    other dtypes kept. Raises ``md.StateDictError`` naming ``key`` otherwise."""
     bk = p._bk
     if isinstance(value, Tensor):
         t = value if value._bk is bk else value.to_backend(bk.name)
+    elif isinstance(value, np.ndarray) and not checked:
+        arr = np.ascontiguousarray(value)
+        t = _new_tensor(bk.from_numpy(arr, p._dev), bk, p._dev, _dt.from_numpy_dtype(arr.dtype))
     elif isinstance(value, np.ndarray):
         # dtype and shape checked on the array: an unsupported dtype never reaches the framework
         _check_state_tensor(key, p, value.dtype.kind, value.dtype.name, tuple(value.shape))
@@ -200,6 +207,12 @@ def _state_value(value: Any, p: Any, key: str, nonnegative: bool = False) -> Ten
             f"shape {p.shape}. Received: {type(value).__name__}. Convert framework tensors with "
             "md.asarray or .numpy()."
         )
+    if not checked:
+        if tuple(t.shape) != tuple(p.shape):
+            _check_state_tensor(key, p, p._dtype.kind, p._dtype.name, t.shape)
+        if t._dtype.kind == "f" and t._dtype is not p._dtype:
+            t = t.astype(p._dtype)
+        return t.to(p._dev, copy=True)
     _check_state_tensor(key, p, t._dtype.kind, t._dtype.name, t.shape)
     if t._dtype is not p._dtype:
         t = t.astype(p._dtype)
@@ -329,7 +342,9 @@ class Optimizer:
         raise NotImplementedError
 
     # What a parameter's state may hold, by name: "step" (a count of steps), "tensor" (of the
-    # parameter's shape), "square" (such a tensor, >= 0), "tensor?" (a tensor or None).
+    # parameter's shape), "square" (such a tensor, >= 0), "tensor?" (a tensor or None). Empty
+    # (a custom optimiser that declares nothing): any names, numbers kept, tensors of the
+    # parameter's shape.
     _state_spec: ClassVar[dict[str, str]] = {}
     # The torch.optim group keys this optimiser's groups may carry when loading.
     _torch_group_keys: tuple[str, ...] = _TORCH_GROUP_FLAGS
@@ -485,7 +500,7 @@ class Optimizer:
                 )
             if not entries:
                 continue
-            unknown = sorted(str(k) for k in entries if k not in spec)
+            unknown = sorted(str(k) for k in entries if spec and k not in spec)
             missing = sorted(self._required_state(group_of[id(p)]) - set(entries))
             if unknown or missing:
                 raise StateDictError(
@@ -497,8 +512,14 @@ class Optimizer:
             loaded: dict[str, Any] = {}
             for k, v in entries.items():
                 field = f"state[{key}][{k!r}]"
-                kind = spec[k]
-                if kind == "step":
+                kind = spec.get(k, "any")
+                if kind == "any" and (
+                    v is None or isinstance(v, (bool, int, float, str, np.generic))
+                ):
+                    loaded[k] = v.item() if isinstance(v, np.generic) else v
+                elif kind == "any":
+                    loaded[k] = _state_value(v, p, field, checked=False)
+                elif kind == "step":
                     loaded[k] = _step_count(v, field, p._bk)
                 elif v is None and kind == "tensor?":
                     loaded[k] = None
