@@ -129,6 +129,7 @@ COMMON = [
     ("lr-nan", _set(("param_groups", 0, "lr"), math.nan), "lr"),
     ("lr-bool", _set(("param_groups", 0, "lr"), True), "lr"),
     ("lr-none", _set(("param_groups", 0, "lr"), None), "lr"),
+    ("lr-huge-int", _set(("param_groups", 0, "lr"), 10**400), "lr"),
     ("weight-decay-nan", _set(("param_groups", 0, "weight_decay"), math.nan), "weight_decay"),
     ("unknown-hyperparameter", _set(("param_groups", 0, "lr_warmup"), 3), "lr_warmup"),
     ("maximize", _set(("param_groups", 0, "maximize"), True), "maximize"),
@@ -162,6 +163,7 @@ def _step_attacks():
         ("step-nan", _set(("state", 0, "step"), math.nan), "step"),
         ("step-fraction", _set(("state", 0, "step"), 1.5), "step"),
         ("step-bool", _set(("state", 0, "step"), True), "step"),
+        ("step-huge-int", _set(("state", 0, "step"), 10**400), "step"),
         ("step-vector", _set(("state", 0, "step"), _np((2,), fill=2.0)), "step"),
         ("step-missing", _set(("state", 0, "step"), DELETE), "missing"),
     ]
@@ -422,6 +424,7 @@ SCHED_ATTACKS = {
     "StepLR": [
         ("gamma-nan", "gamma", math.nan),
         ("gamma-string", "gamma", "0.5"),
+        ("gamma-huge-int", "gamma", 10**400),
         ("step-size-zero", "step_size", 0),
         ("step-size-float", "step_size", 2.0),
     ],

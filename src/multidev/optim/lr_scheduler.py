@@ -125,13 +125,17 @@ def _whole(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
+def _finite(value: Any) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float's range
+        return False
+
+
 def _real(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float, numbers.Real))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and float(value) >= 0
-    )
+    return _finite(value) and value >= 0
 
 
 def _lrs(value: Any, n: int) -> bool:
@@ -157,9 +161,7 @@ def _phases(value: Any, n: int) -> bool:
         and all(
             isinstance(ph, dict)
             and set(ph) == {"end_step", "start_lr", "end_lr", "start_momentum", "end_momentum"}
-            and isinstance(ph["end_step"], numbers.Real)
-            and not isinstance(ph["end_step"], bool)
-            and math.isfinite(ph["end_step"])
+            and _finite(ph["end_step"])
             and all(ph[k] in _PHASE_KEYS for k in ph if k != "end_step")
             for ph in value
         )

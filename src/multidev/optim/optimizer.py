@@ -46,12 +46,13 @@ def _check(name: str, value: Any, ok: bool, want: str) -> None:
 
 
 def _is_real(value: Any) -> bool:
-    """A finite real number (bools, strings, NaN and infinities are not)."""
-    return (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, (bool, np.bool_))
-        and math.isfinite(value)
-    )
+    """A finite real number (bools, strings, NaN, infinities and ints beyond float are not)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _check_number(group: dict[str, Any], name: str, high: float | None = None) -> None:
