@@ -85,5 +85,5 @@ def test_errors():
     sched.step()
     with pytest.raises(ValueError, match="at most total_steps=2"):
         sched.step()
-    with pytest.raises(ValueError, match="state dict of a StepLR"):
+    with pytest.raises(md.StateDictError, match="state dict of a StepLR"):
         lr_scheduler.StepLR(_opt(lr=0.1), step_size=1).load_state_dict({"T_max": 3})

@@ -448,9 +448,12 @@ class Block:
         the first parameter changes. A lazy layer's uninitialised parameters take the loaded
         shapes if the layer accepts them (``LazyLinear(3)`` wants a ``(3, in_features)``
         weight and a ``(3,)`` bias). Raises one ``md.StateDictError`` listing every missing
-        key, unexpected key (both only when ``strict``), shape mismatch and value that is not
-        numeric (strings, None; in ``mismatched_keys`` with the shape mismatches); the block
-        is unchanged then.
+        key, unexpected key (both only when ``strict``), shape mismatch, value that is not
+        numeric (strings, None), value the cast to the target's dtype would change beyond
+        rounding (complex into real; NaN, infinite, fractional or out-of-range into integers;
+        finite values overflowing to inf, as float32 into float16) and tied parameter given
+        two different values (these in ``mismatched_keys`` with the shape mismatches); the
+        block is unchanged then. Convert values first where such a loss is meant.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(
@@ -482,6 +485,7 @@ class Block:
             except (TypeError, ValueError, OverflowError) as e:
                 lines.append(f"  value for {key!r} cannot become {target.dtype.name}: {e}")
                 mismatched.append(key)
+        lines += _tied_conflicts(own, state_dict, converted, mismatched)
         if strict:
             lines = (
                 [f"  missing key {k!r}" for k in missing]
@@ -565,6 +569,31 @@ class Block:
 Module = Block
 
 
+def _tied_conflicts(
+    own: dict[str, Any], state_dict: Any, converted: dict[str, Tensor], mismatched: list[str]
+) -> list[str]:
+    """One line per name of a tied parameter (or buffer) that ``state_dict`` gives a value
+    other than the one its first name gets: writing both would let the later one win."""
+    names: dict[int, list[str]] = {}
+    for key, target in own.items():
+        if key in converted:
+            names.setdefault(id(target), []).append(key)
+    lines = []
+    for keys in names.values():
+        first = keys[0]
+        for other in keys[1:]:
+            if state_dict[other] is state_dict[first]:
+                continue
+            a, b = converted[first].numpy(), converted[other].numpy()
+            if a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                lines.append(
+                    f"  different values for {first!r} and {other!r}, names of one tied "
+                    "parameter: give both the same value"
+                )
+                mismatched.append(other)
+    return lines
+
+
 def _value_shape(value: Any) -> tuple[int, ...] | None:
     """The shape of a state-dict value, or None where it has none (checked on conversion)."""
     try:
@@ -590,11 +619,68 @@ def _numeric(value: Any) -> Any:
     if isinstance(value, Tensor):
         return value
     arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf" and arr.dtype != _dt.bfloat16.numpy:
+    if arr.dtype.kind not in "biufc" and arr.dtype != _dt.bfloat16.numpy:
         raise TypeError(
             f"expected numbers, received {type(value).__name__} of NumPy dtype {arr.dtype}"
         )
     return arr
+
+
+def _check_lossless(target: Tensor, value: Any) -> None:
+    """``ValueError`` where writing ``value`` (a Tensor, native tensor or NumPy array) into
+    ``target``'s dtype would change its values beyond rounding: complex into real, NaN,
+    infinite, fractional or out-of-range values into integers or bool, finite values that
+    overflow to infinity (float32 into float16). Free when the dtypes already match."""
+    want = target._dtype
+    if isinstance(value, np.ndarray):
+        if value.dtype == want.numpy:
+            return
+        arr = value
+    else:
+        t = value
+        if not isinstance(t, Tensor):
+            bk = target._bk
+            t = _new_tensor(value, bk, bk.device_of(value), bk.dtype_of(value))
+        if t._dtype is want:
+            return
+        arr = t.numpy()
+    if arr.dtype == _dt.bfloat16.numpy:
+        arr = arr.astype(np.float32)  # exact; NumPy's ufuncs know float32
+    kind = arr.dtype.kind
+    if kind == "c" and want.kind != "c":
+        raise ValueError(
+            f"expected numbers with no imaginary part, received {arr.dtype} values; "
+            "load md.real(value) if dropping the imaginary parts is meant"
+        )
+    if not arr.size:
+        return
+    if want.kind in "iub" and kind in "fc":
+        if not np.isfinite(arr).all():
+            raise ValueError(f"NaN or infinite values ({arr.dtype}) have no {want.name} value")
+        if (arr != np.round(arr)).any():
+            raise ValueError(
+                f"fractional values ({arr.dtype}) would be truncated; round them first if "
+                "that is meant"
+            )
+    if want.kind == "b" and kind != "b":
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"values other than 0 and 1 ({arr.dtype}) would all become True")
+    elif want.kind in "iu" and kind != "b":
+        info = np.iinfo(want.numpy)
+        low, high = arr.real.min(), arr.real.max()
+        if low < info.min or high > info.max:
+            raise ValueError(
+                f"values from {low} to {high} lie outside {want.name}'s range "
+                f"[{info.min}, {info.max}]"
+            )
+    elif want.kind in "fc" and kind in "iuf":
+        with np.errstate(over="ignore"):
+            cast = arr.astype(want.numpy)
+        if (np.isinf(cast) & np.isfinite(arr)).any():
+            raise ValueError(
+                f"finite values up to {np.abs(arr[np.isfinite(arr)]).max()} would become "
+                f"infinite in {want.name}; scale or clip them first if that is meant"
+            )
 
 
 def _converted(target: Tensor, value: Any) -> Tensor:
@@ -606,6 +692,7 @@ def _converted(target: Tensor, value: Any) -> Tensor:
         value = _numeric(value)
     if isinstance(target, UninitializedParameter):
         return _same_backend(target, value)
+    _check_lossless(target, value)
     if isinstance(target, Parameter):
         return _same_backend(target, value).to(target._dev)
     return _as_like(target, value)

@@ -11,11 +11,15 @@ optimiser's state and then the scheduler's.
 from __future__ import annotations
 
 import math
+import numbers
 import types
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
+from ..errors import StateDictError
 from .optimizer import Optimizer
+
+_Check = tuple[Callable[[Any, int], bool], str]
 
 __all__ = [
     "CosineAnnealingLR",
@@ -80,18 +84,88 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what ``state_dict()`` returned (load the optimiser's state first)."""
+        """Restore what ``state_dict()`` returned (load the optimiser's state first).
+
+        Every entry is checked before any changes (known names only; counts whole numbers,
+        lrs and factors finite numbers, one lr per parameter group); a problem raises
+        ``md.StateDictError`` naming the entry and leaves the scheduler as it was."""
         own = self.state_dict()
+        name = type(self).__name__
         if not isinstance(state_dict, dict) or not set(state_dict) <= set(own):
             got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
-            raise ValueError(
-                f"Expected the state dict of a {type(self).__name__} (keys among {sorted(own)}). "
-                f"Received: {got}"
+            raise StateDictError(
+                f"Expected the state dict of a {name} (keys among {sorted(own)}). Received: {got}"
             )
+        checks = {**_BASE_CHECKS, **self._state_checks}
+        values = {}
         for key, value in state_dict.items():
             if isinstance(own[key], tuple) and isinstance(value, list):
                 value = tuple(value)
+            check = checks.get(key)
+            if check is None:
+                ok = type(value) is type(own[key])
+                want = f"a {type(own[key]).__name__}"
+            else:
+                test, want = check
+                ok = test(value, len(self.optimizer.param_groups))
+            if not ok:
+                raise StateDictError(
+                    f"Expected {key!r} in the state dict of a {name} to be {want}. "
+                    f"Received: {value!r:.200}"
+                )
+            values[key] = value
+        for key, value in values.items():
             setattr(self, key, value)
+
+    # name -> (test(value, number of parameter groups), what is expected), per subclass
+    _state_checks: ClassVar[dict[str, _Check]] = {}
+
+
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _finite(value: Any) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float's range
+        return False
+
+
+def _real(value: Any) -> bool:
+    return _finite(value) and value >= 0
+
+
+def _lrs(value: Any, n: int) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) == n and all(map(_real, value))
+
+
+_REAL = (lambda v, n: _real(v), "a finite number >= 0")
+_BASE_CHECKS: dict[str, _Check] = {
+    "last_epoch": (lambda v, n: _whole(v, -1), "a whole number >= -1"),
+    "_step_count": (lambda v, n: _whole(v, 0), "a whole number >= 0"),
+    "base_lrs": (_lrs, "a list of finite lrs >= 0, one per parameter group"),
+    "_last_lr": (_lrs, "a list of finite lrs >= 0, one per parameter group"),
+    "_is_initial": (lambda v, n: isinstance(v, bool), "True or False"),
+}
+_FLAG = (lambda v, n: isinstance(v, bool), "True or False")
+_PHASE_KEYS = {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"}
+
+
+def _phases(value: Any, n: int) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) in (2, 3)
+        and all(
+            isinstance(ph, dict)
+            and set(ph) == {"end_step", "start_lr", "end_lr", "start_momentum", "end_momentum"}
+            and _finite(ph["end_step"])
+            and all(ph[k] in _PHASE_KEYS for k in ph if k != "end_step")
+            for ph in value
+        )
+    )
 
 
 class StepLR(LRScheduler):
@@ -105,6 +179,11 @@ class StepLR(LRScheduler):
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
+
+    _state_checks: ClassVar[dict[str, _Check]] = {
+        "step_size": (lambda v, n: _whole(v, 1), "a whole number >= 1"),
+        "gamma": _REAL,
+    }
 
     def get_lr(self) -> list[float]:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
@@ -130,6 +209,16 @@ class MultiStepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
+    _state_checks: ClassVar[dict[str, _Check]] = {
+        "milestones": (
+            lambda v, n: (
+                isinstance(v, dict) and all(_whole(k, 0) and _whole(c, 1) for k, c in v.items())
+            ),
+            "a dict {epoch: times} of whole numbers",
+        ),
+        "gamma": _REAL,
+    }
+
     def get_lr(self) -> list[float]:
         times = self.milestones.get(self.last_epoch)
         if times is None:
@@ -143,6 +232,8 @@ class ExponentialLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
+
+    _state_checks: ClassVar[dict[str, _Check]] = {"gamma": _REAL}
 
     def get_lr(self) -> list[float]:
         if self._is_initial:
@@ -162,6 +253,11 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
+
+    _state_checks: ClassVar[dict[str, _Check]] = {
+        "T_max": (lambda v, n: _whole(v, 1), "a whole number >= 1"),
+        "eta_min": _REAL,
+    }
 
     def get_lr(self) -> list[float]:
         if self._is_initial:
@@ -215,8 +311,20 @@ class LambdaLR(LRScheduler):
         return out
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        attrs = state.pop("lr_lambdas", None) or []
+        state = dict(state_dict) if isinstance(state_dict, dict) else state_dict
+        attrs = state.pop("lr_lambdas", None) if isinstance(state, dict) else None
+        if attrs is None:
+            attrs = []
+        n = len(self.lr_lambdas)
+        if (
+            not isinstance(attrs, list)
+            or (attrs and len(attrs) != n)
+            or not all(a is None or isinstance(a, dict) for a in attrs)
+        ):
+            raise StateDictError(
+                f"Expected 'lr_lambdas' in the state dict of a LambdaLR to be a list of {n} "
+                f"entries (None or a dict of attributes). Received: {attrs!r:.200}"
+            )
         super().load_state_dict(state)
         for fn, saved in zip(self.lr_lambdas, attrs, strict=False):
             if saved is not None:
@@ -338,6 +446,14 @@ class OneCycleLR(LRScheduler):
                     group["max_momentum"] = hi
                     group["base_momentum"] = lo
         super().__init__(optimizer, last_epoch)
+
+    _state_checks: ClassVar[dict[str, _Check]] = {
+        "total_steps": (lambda v, n: _whole(v, 1), "a whole number >= 1"),
+        "_anneal_func_type": (lambda v, n: v in ("cos", "linear"), "'cos' or 'linear'"),
+        "_schedule_phases": (_phases, "the list of phases a OneCycleLR saves"),
+        "cycle_momentum": _FLAG,
+        "use_beta1": _FLAG,
+    }
 
     def _set_momentum(self, group: dict[str, Any], value: float) -> None:
         if self.use_beta1:

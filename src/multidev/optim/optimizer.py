@@ -18,12 +18,14 @@ so the optimiser's state saves with ``md.save`` and resumes on any backend.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import array_api as _xp
 from .. import dtypes as _dt
 from .. import ops
 from ..autograd import paused
@@ -43,13 +45,78 @@ def _check(name: str, value: Any, ok: bool, want: str) -> None:
         raise ValueError(f"Expected {name} {want}. Received: {value!r}")
 
 
-def _check_lr(lr: Any) -> None:
-    _check(
-        "lr",
-        lr,
-        isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr >= 0,
-        "to be a number >= 0",
+def _is_real(value: Any) -> bool:
+    """A finite real number (bools, strings, NaN, infinities and ints beyond float are not)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _check_number(group: dict[str, Any], name: str, high: float | None = None) -> None:
+    """``group[name]`` is a finite number >= 0 (and < ``high`` where given)."""
+    value = group[name]
+    ok = _is_real(value) and value >= 0 and (high is None or value < high)
+    want = "a finite number >= 0" + ("" if high is None else f" and < {high}")
+    _check(name, value, ok, f"to be {want}")
+
+
+def _check_flag(group: dict[str, Any], name: str) -> None:
+    value = group[name]
+    _check(name, value, isinstance(value, (bool, np.bool_)), "to be True or False")
+
+
+# Keys that torch.optim writes into every parameter group. They choose how torch computes the
+# update (kernels, autograd through the step), not what it computes, so a group holding them
+# loads with them dropped; the one that changes the result (``maximize``) must be False, and
+# Adam's ``decoupled_weight_decay`` must match the class (AdamW for True).
+_TORCH_GROUP_FLAGS = ("foreach", "fused", "capturable", "differentiable", "maximize")
+# Keys that a learning-rate scheduler adds to the groups it drives.
+_SCHEDULER_GROUP_KEYS = ("initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum")
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and 0-d arrays as Python numbers, lists as tuples (hyperparameters may
+    come back from a NumPy-converted or a JSON-like state dict)."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _is_index(value: Any) -> bool:
+    """A parameter index: a whole number >= 0 (not a bool, float or string)."""
+    return (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, (bool, np.bool_))
+        and value >= 0
     )
+
+
+def _step_count(value: Any, key: str, bk: Any) -> int:
+    """A loaded ``step``: a whole number >= 0, given as a Python number or a 0-d tensor or
+    array (``torch.optim`` stores it as a 0-d float tensor), as a Python int."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, (numbers.Number, str)):
+        if tuple(shape) != ():
+            raise StateDictError(
+                f"Expected {key} to be a number or a 0-d tensor. Received: shape {tuple(shape)}."
+            )
+        if isinstance(value, (Tensor, np.ndarray, np.generic)):
+            value = value.item()
+        elif bk.tensor_types and isinstance(value, bk.tensor_types):
+            value = _new_tensor(value, bk, bk.device_of(value), bk.dtype_of(value)).item()
+        else:
+            value = np.asarray(value).item()
+    if not _is_real(value) or value < 0 or value != int(value):
+        raise StateDictError(
+            f"Expected optimiser state {key} to be a whole number >= 0 (the steps taken). "
+            f"Received: {value!r}."
+        )
+    return int(value)
 
 
 class _Updates:
@@ -100,32 +167,69 @@ class _Updates:
             self._queued.clear()
 
 
-def _state_value(value: Any, p: Any, key: str) -> Any:
-    """A loaded state entry on ``p``'s backend and device; floating tensors take ``p``'s dtype
-    (as in PyTorch). Plain Python values are kept."""
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
+def _check_state_tensor(key: str, p: Any, kind: str, dtype: str, shape: tuple) -> None:
+    if kind not in "fc" or kind != p._dtype.kind:
+        raise StateDictError(
+            f"Expected {key} of a floating-point dtype, as the parameter's "
+            f"({p._dtype.name}). Received: {dtype}. Load the state an optimiser saved."
+        )
+    if tuple(shape) != tuple(p.shape):
+        raise StateDictError(
+            f"Expected {key} of the parameter's shape {p.shape}. "
+            f"Received: shape {tuple(shape)}. Load the state dict of an optimiser over the same "
+            "model."
+        )
+
+
+def _state_value(
+    value: Any, p: Any, key: str, nonnegative: bool = False, checked: bool = True
+) -> Tensor:
+    """A loaded state tensor on ``p``'s backend, device and floating dtype (as in PyTorch),
+    checked: of ``p``'s shape, floating point, finite (and >= 0 for running squares); with
+    ``checked=False`` (state a custom optimiser declares no spec for) only the shape, and
+    other dtypes kept. Raises ``md.StateDictError`` naming ``key`` otherwise."""
     bk = p._bk
     if isinstance(value, Tensor):
         t = value if value._bk is bk else value.to_backend(bk.name)
-    elif isinstance(value, np.ndarray):
+    elif isinstance(value, np.ndarray) and not checked:
         arr = np.ascontiguousarray(value)
         t = _new_tensor(bk.from_numpy(arr, p._dev), bk, p._dev, _dt.from_numpy_dtype(arr.dtype))
+    elif isinstance(value, np.ndarray):
+        # dtype and shape checked on the array: an unsupported dtype never reaches the framework
+        _check_state_tensor(key, p, value.dtype.kind, value.dtype.name, tuple(value.shape))
+        with np.errstate(over="ignore"):  # an overflow to inf is refused below
+            arr = np.ascontiguousarray(value, dtype=p._dtype.numpy)
+        t = _new_tensor(bk.from_numpy(arr, p._dev), bk, p._dev, p._dtype)
     elif bk.tensor_types and isinstance(value, bk.tensor_types):
         t = _new_tensor(value, bk, bk.device_of(value), bk.dtype_of(value))
     else:
-        raise TypeError(
-            f"Expected tensors and plain numbers in optimiser state {key!r}. "
-            f"Received: {type(value).__name__}"
-        )
-    if t._dtype.kind == "f" and t._dtype is not p._dtype:
-        t = t.astype(p._dtype)
-    if t.shape != p.shape:
         raise StateDictError(
-            f"Expected optimiser state {key!r} of the parameter's shape {p.shape}. "
-            f"Received: shape {t.shape}. Load the state dict of an optimiser over the same model."
+            f"Expected {key} to be a tensor or an array of the parameter's "
+            f"shape {p.shape}. Received: {type(value).__name__}. Convert framework tensors with "
+            "md.asarray or .numpy()."
         )
-    return t.to(p._dev, copy=True)
+    if not checked:
+        if tuple(t.shape) != tuple(p.shape):
+            _check_state_tensor(key, p, p._dtype.kind, p._dtype.name, t.shape)
+        if t._dtype.kind == "f" and t._dtype is not p._dtype:
+            t = t.astype(p._dtype)
+        return t.to(p._dev, copy=True)
+    _check_state_tensor(key, p, t._dtype.kind, t._dtype.name, t.shape)
+    if t._dtype is not p._dtype:
+        t = t.astype(p._dtype)
+    t = t.to(p._dev, copy=True)
+    if t.size:
+        if not _xp.all(_xp.isfinite(t)).item():
+            raise StateDictError(
+                f"Expected finite values in {key} (in {p._dtype.name}). "
+                "Received: NaN or infinite values. Training from it would give non-finite "
+                "parameters; load a state saved before the run diverged."
+            )
+        if nonnegative and t._dtype.kind == "f" and ops.min(t).item() < 0:
+            raise StateDictError(
+                f"Expected {key} >= 0 (a running sum of squares). Received: negative values."
+            )
+    return t
 
 
 class Optimizer:
@@ -183,6 +287,9 @@ class Optimizer:
                 f"Received: {sorted(unknown)}"
             )
         full = {**self.defaults, **group, "params": params}
+        for key, value in self.defaults.items():
+            if isinstance(value, tuple) and isinstance(full[key], list):
+                full[key] = tuple(full[key])
         self._check_group(full)
         self.param_groups.append(full)
         for p in params:
@@ -191,10 +298,10 @@ class Optimizer:
                 self.state[p] = init
 
     def _check_group(self, group: dict[str, Any]) -> None:
-        """Validate one group's hyperparameters (subclasses check their own)."""
-        _check_lr(group["lr"])
-        wd = group.get("weight_decay", 0.0)
-        _check("weight_decay", wd, wd >= 0, "to be >= 0")
+        """Validate one group's hyperparameters (subclasses check their own); ``ValueError``
+        naming the first bad one."""
+        _check_number(group, "lr")
+        _check_number(group, "weight_decay")
 
     def _init_state(self, p: Any, group: dict[str, Any]) -> dict[str, Any]:
         """State made when a parameter is added (empty: made at its first step)."""
@@ -235,6 +342,32 @@ class Optimizer:
     def _update(self, p: Any, grad: Tensor, group: dict[str, Any], state: dict[str, Any]):
         raise NotImplementedError
 
+    # What a parameter's state may hold, by name: "step" (a count of steps), "tensor" (of the
+    # parameter's shape), "square" (such a tensor, >= 0), "tensor?" (a tensor or None). Empty
+    # (a custom optimiser that declares nothing): any names, numbers kept, tensors of the
+    # parameter's shape.
+    _state_spec: ClassVar[dict[str, str]] = {}
+    # The torch.optim group keys this optimiser's groups may carry when loading.
+    _torch_group_keys: tuple[str, ...] = _TORCH_GROUP_FLAGS
+
+    def _required_state(self, group: dict[str, Any]) -> set[str]:
+        """The state names a parameter's (non-empty) loaded state must hold under ``group``."""
+        return set()
+
+    def _check_torch_keys(self, i: int, saved: dict[str, Any]) -> None:
+        """Refuse torch.optim group keys that would change the update (``maximize=True``)."""
+        for key in _TORCH_GROUP_FLAGS:
+            if key not in saved:
+                continue
+            value = saved[key]
+            ok = value is False or (key != "maximize" and (value is None or value is True))
+            if not ok:
+                raise StateDictError(
+                    f"Expected {key!r} in group {i} to be "
+                    + ("False (multidev minimises)" if key == "maximize" else "True, False or None")
+                    + f". Received: {value!r}. Negate the loss instead of maximize=True."
+                )
+
     def _add_scaled_(self, data: Tensor, update: Tensor, alpha: float) -> None:
         """``data += alpha * update`` (``data``: a Parameter or a view of one), applied with
         the step's other updates at its end."""
@@ -261,14 +394,20 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what ``state_dict()`` returned (on any backend): hyperparameters per group
-        and each parameter's state, converted to the parameter's backend, device and dtype.
+        """Restore what ``state_dict()`` returned (on any backend), or what ``torch.optim``'s
+        optimiser of the same name saved: hyperparameters per group and each parameter's
+        state, converted to the parameter's backend, device and dtype (torch's 0-d ``step``
+        tensors become Python ints; its ``foreach``/``fused``/... group flags are dropped).
 
         The saved groups must hold as many parameters as this optimiser's, in the same order;
-        hyperparameters they lack keep their current values.
-        Everything is checked before anything changes; a mismatch raises ``md.StateDictError``
-        and leaves the optimiser as it was.
+        hyperparameters they lack keep their current values. Everything is checked before
+        anything changes: the layout, parameter indices (whole numbers), every hyperparameter
+        (finite numbers in range, flags), that no other optimiser's hyperparameters or state
+        are present, and each state entry (required names present, ``step`` a whole number
+        >= 0, tensors floating point, finite, of the parameter's shape). A problem raises
+        ``md.StateDictError`` naming the field and leaves the optimiser as it was.
         """
+        name = type(self).__name__
         if (
             not isinstance(state_dict, dict)
             or "state" not in state_dict
@@ -279,39 +418,121 @@ class Optimizer:
                 "Expected an optimiser state dict with 'state' and 'param_groups' entries "
                 f"(opt.state_dict()). Received: {got}"
             )
-        saved_groups = list(state_dict["param_groups"])
+        saved_state, saved_groups = state_dict["state"], state_dict["param_groups"]
+        if not isinstance(saved_state, dict):
+            raise StateDictError(
+                "Expected 'state' to be a dict {parameter index: {name: value}}. "
+                f"Received: {type(saved_state).__name__}"
+            )
+        if not isinstance(saved_groups, (list, tuple)) or not all(
+            isinstance(g, dict) for g in saved_groups
+        ):
+            raise StateDictError(
+                "Expected 'param_groups' to be a list of dicts (hyperparameters and 'params'). "
+                f"Received: {saved_groups!r:.200}"
+            )
         if len(saved_groups) != len(self.param_groups):
             raise StateDictError(
                 f"Expected {len(self.param_groups)} parameter group(s), as this optimiser has. "
                 f"Received: {len(saved_groups)}. Load the state of an optimiser built the same way."
             )
+        allowed = set(self.defaults) | set(_SCHEDULER_GROUP_KEYS)
         by_index: dict[int, Any] = {}
+        group_of: dict[int, dict[str, Any]] = {}
         new_groups = []
         for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups, strict=True)):
-            ids = list(saved.get("params", ()))
+            ids = saved.get("params")
+            if not isinstance(ids, (list, tuple)) or not all(_is_index(j) for j in ids):
+                raise StateDictError(
+                    f"Expected 'params' of group {i} to be a list of parameter indices (whole "
+                    f"numbers >= 0). Received: {ids!r:.200}"
+                )
             if len(ids) != len(group["params"]):
                 raise StateDictError(
                     f"Expected {len(group['params'])} parameter(s) in group {i}, as this "
                     f"optimiser has. Received: {len(ids)}. Load the state of an optimiser over "
                     "the same model."
                 )
-            for j, p in zip(ids, group["params"], strict=True):
-                by_index[int(j)] = p
-            new = {k: v for k, v in {**group, **saved}.items() if k != "params"}
-            for key, value in new.items():
-                if isinstance(group.get(key), tuple) and isinstance(value, list):
-                    new[key] = tuple(value)
+            unknown = sorted(set(saved) - allowed - set(self._torch_group_keys) - {"params"})
+            if unknown:
+                raise StateDictError(
+                    f"Expected hyperparameters of {name} in group {i} (among "
+                    f"{sorted(self.defaults)}). Received: {unknown}. Load a state dict saved by "
+                    f"{name}: another optimiser's state does not fit."
+                )
+            self._check_torch_keys(i, saved)
+            new = {k: v for k, v in group.items() if k != "params"}
+            new.update({k: _plain(v) for k, v in saved.items() if k in allowed})
+            try:
+                self._check_group(new)
+                for key in _SCHEDULER_GROUP_KEYS:
+                    if key in new:
+                        _check_number(new, key)
+            except ValueError as e:
+                raise StateDictError(f"In group {i} of the state dict: {e}") from None
             new["params"] = group["params"]
             new_groups.append(new)
+            for j, p in zip(ids, group["params"], strict=True):
+                if int(j) in by_index:
+                    raise StateDictError(
+                        f"Expected each parameter index once in 'param_groups'. Received: {j} "
+                        f"again in group {i}."
+                    )
+                by_index[int(j)] = p
+                group_of[id(p)] = new
         new_state: dict[Any, dict[str, Any]] = {}
-        for key, entries in dict(state_dict["state"]).items():
+        spec = self._state_spec
+        for key, entries in saved_state.items():
+            if not _is_index(key):
+                raise StateDictError(
+                    "Expected parameter indices (whole numbers >= 0) as the keys of 'state'. "
+                    f"Received: {key!r}"
+                )
             p = by_index.get(int(key))
             if p is None:
                 raise StateDictError(
-                    f"Expected state only for parameters 0..{len(by_index) - 1}. "
+                    f"Expected state only for parameters {sorted(by_index)}. "
                     f"Received: state for parameter {key!r}."
                 )
-            new_state[p] = {k: _state_value(v, p, k) for k, v in dict(entries).items()}
+            if not isinstance(entries, dict):
+                raise StateDictError(
+                    f"Expected state[{key}] to be a dict {{name: value}}. "
+                    f"Received: {type(entries).__name__}"
+                )
+            if not entries:
+                continue
+            unknown = sorted(str(k) for k in entries if spec and k not in spec)
+            missing = sorted(self._required_state(group_of[id(p)]) - set(entries))
+            if unknown or missing:
+                raise StateDictError(
+                    f"Expected state[{key}] of {name} to hold {sorted(self._required_state(group_of[id(p)]))}"
+                    f" (names among {sorted(spec)}). Received: "
+                    + (f"unknown {unknown}" if unknown else f"missing {missing}")
+                    + f". Load a state dict saved by {name} with the same settings."
+                )
+            loaded: dict[str, Any] = {}
+            for k, v in entries.items():
+                field = f"state[{key}][{k!r}]"
+                kind = spec.get(k, "any")
+                if kind == "any" and (
+                    v is None or isinstance(v, (bool, int, float, str, np.generic))
+                ):
+                    loaded[k] = v.item() if isinstance(v, np.generic) else v
+                elif kind == "any":
+                    loaded[k] = _state_value(v, p, field, checked=False)
+                elif kind == "step":
+                    loaded[k] = _step_count(v, field, p._bk)
+                elif v is None and kind == "tensor?":
+                    loaded[k] = None
+                else:
+                    loaded[k] = _state_value(v, p, field, nonnegative=kind == "square")
+            new_state[p] = loaded
+        for group in new_groups:
+            for p in group["params"]:
+                if p not in new_state:
+                    init = self._init_state(p, group)
+                    if init:
+                        new_state[p] = init
         self.param_groups[:] = new_groups
         self.state = new_state
 
@@ -348,14 +569,18 @@ class SGD(Optimizer):
             "momentum": momentum,
             "weight_decay": weight_decay,
             "dampening": dampening,
-            "nesterov": nesterov,
+            "nesterov": bool(nesterov),
         }
         super().__init__(params, defaults)
 
+    _state_spec: ClassVar[dict[str, str]] = {"momentum_buffer": "tensor?"}
+
     def _check_group(self, group):
         super()._check_group(group)
+        _check_number(group, "momentum")
+        _check_number(group, "dampening")
+        _check_flag(group, "nesterov")
         momentum = group["momentum"]
-        _check("momentum", momentum, momentum >= 0, "to be >= 0")
         _check(
             "nesterov",
             group["nesterov"],
@@ -403,14 +628,39 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
 
+    _state_spec: ClassVar[dict[str, str]] = {
+        "step": "step",
+        "exp_avg": "tensor",
+        "exp_avg_sq": "square",
+        "max_exp_avg_sq": "square",
+    }
+    _torch_group_keys = (*_TORCH_GROUP_FLAGS, "decoupled_weight_decay")
+
+    def _required_state(self, group):
+        needed = {"step", "exp_avg", "exp_avg_sq"}
+        return needed | {"max_exp_avg_sq"} if group["amsgrad"] else needed
+
+    def _check_torch_keys(self, i, saved):
+        super()._check_torch_keys(i, saved)
+        decoupled = saved.get("decoupled_weight_decay", self._decoupled)
+        if decoupled is not self._decoupled:
+            raise StateDictError(
+                f"Expected 'decoupled_weight_decay' in group {i} to be {self._decoupled} for "
+                f"{type(self).__name__}. Received: {decoupled!r}. Load it into "
+                f"md.optim.{'Adam' if self._decoupled else 'AdamW'}."
+            )
+
     def _check_group(self, group):
         super()._check_group(group)
-        _check("eps", group["eps"], group["eps"] >= 0, "to be >= 0")
+        _check_number(group, "eps")
+        _check_flag(group, "amsgrad")
         betas = group["betas"]
         _check(
             "betas",
             betas,
-            len(betas) == 2 and all(0 <= b < 1 for b in betas),
+            isinstance(betas, tuple)
+            and len(betas) == 2
+            and all(_is_real(b) and 0 <= b < 1 for b in betas),
             "to be two numbers in [0, 1)",
         )
 
@@ -486,11 +736,26 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
 
+    _state_spec: ClassVar[dict[str, str]] = {
+        "step": "step",
+        "square_avg": "square",
+        "momentum_buffer": "tensor",
+        "grad_avg": "tensor",
+    }
+
+    def _required_state(self, group):
+        needed = {"step", "square_avg"}
+        if group["momentum"] > 0:
+            needed.add("momentum_buffer")
+        if group["centered"]:
+            needed.add("grad_avg")
+        return needed
+
     def _check_group(self, group):
         super()._check_group(group)
-        _check("alpha", group["alpha"], group["alpha"] >= 0, "to be >= 0")
-        _check("eps", group["eps"], group["eps"] >= 0, "to be >= 0")
-        _check("momentum", group["momentum"], group["momentum"] >= 0, "to be >= 0")
+        for key in ("alpha", "eps", "momentum"):
+            _check_number(group, key)
+        _check_flag(group, "centered")
 
     def _update(self, p, grad, group, state):
         alpha, momentum = group["alpha"], group["momentum"]
@@ -541,12 +806,15 @@ class Adagrad(Optimizer):
         }
         super().__init__(params, defaults)
 
+    _state_spec: ClassVar[dict[str, str]] = {"step": "step", "sum": "square"}
+
+    def _required_state(self, group):
+        return {"step", "sum"}
+
     def _check_group(self, group):
         super()._check_group(group)
-        _check("lr_decay", group["lr_decay"], group["lr_decay"] >= 0, "to be >= 0")
-        init = group["initial_accumulator_value"]
-        _check("initial_accumulator_value", init, init >= 0, "to be >= 0")
-        _check("eps", group["eps"], group["eps"] >= 0, "to be >= 0")
+        for key in ("lr_decay", "initial_accumulator_value", "eps"):
+            _check_number(group, key)
 
     def _init_state(self, p, group):
         return {"step": 0, "sum": full_like(p.data, group["initial_accumulator_value"])}

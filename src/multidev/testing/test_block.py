@@ -245,6 +245,85 @@ def test_state_dict_converts_dtype_into_the_parameter():
     np.testing.assert_array_equal(net.weight.numpy(), [[1, 2], [3, 4]])
 
 
+def _bn_net():
+    net = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    net[1].num_batches_tracked[...] = 4
+    return net
+
+
+def _snapshot(net):
+    return {k: v.numpy().copy() for k, v in net.state_dict().items()}
+
+
+# (id, block, key, value as a function of the current one, what the error must name)
+LOSSY = [
+    ("complex-numpy", _bn_net, "0.weight", lambda w: w.astype(np.complex64), "imaginary"),
+    ("complex-tensor", _bn_net, "0.bias", lambda b: md.asarray(b.astype(np.complex64)), "imagin"),
+    ("nan-count", _bn_net, "1.num_batches_tracked", lambda _: np.array(np.nan), "NaN"),
+    ("inf-count", _bn_net, "1.num_batches_tracked", lambda _: np.array(np.inf), "infinite"),
+    ("fraction-count", _bn_net, "1.num_batches_tracked", lambda _: np.array(2.5), "fractional"),
+    ("huge-count", _bn_net, "1.num_batches_tracked", lambda _: np.array(1e30), "range"),
+    ("float64-overflow", _bn_net, "1.running_var", lambda v: v.astype(np.float64) * 1e300, "inf"),
+    (
+        "float16-overflow",
+        lambda: nn.Linear(2, 2).to(dtype=md.float16),
+        "weight",
+        lambda w: md.asarray(np.full(w.shape, 1e5, np.float32)),
+        "infinite in float16",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "change", "match"), [pytest.param(*c[1:], id=c[0]) for c in LOSSY]
+)
+def test_load_state_dict_refuses_lossy_values(bk, make, key, change, match):
+    if match == "imagin" and "complex" not in bk.capabilities:
+        pytest.skip(f"{bk.name} has no complex tensors (the 'complex' capability)")
+    net = make()
+    before = _snapshot(net)
+    sd = dict(before)
+    sd[key] = change(before[key])
+    for other in sd:  # every other value changes too: a refused load changes none of them
+        if other != key and sd[other].dtype.kind == "f":
+            sd[other] = sd[other] + 1
+    with pytest.raises(md.StateDictError, match=match) as info:
+        net.load_state_dict(sd)
+    assert repr(key) in str(info.value) and info.value.mismatched_keys == [key]
+    for k, v in _snapshot(net).items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+
+
+def test_load_state_dict_takes_values_that_survive_the_cast():
+    net = _bn_net()
+    sd = _snapshot(net)
+    sd["1.num_batches_tracked"] = np.array(7.0)  # a whole float: exact
+    sd["0.weight"] = sd["0.weight"].astype(np.float64) / 3  # rounds, as any float64 -> float32
+    net.load_state_dict(sd)
+    assert net[1].num_batches_tracked.item() == 7
+    np.testing.assert_array_equal(net[0].weight.numpy(), sd["0.weight"].astype(np.float32))
+    half = nn.Linear(2, 2).to(dtype=md.float16)
+    half.load_state_dict({"weight": np.full((2, 2), 6e4, np.float32), "bias": np.zeros(2)})
+    assert np.isfinite(half.weight.numpy()).all()
+
+
+def test_tied_parameters_given_two_values_are_refused():
+    shared = nn.Linear(3, 3)
+    net = nn.Sequential(shared, nn.ReLU(), shared)
+    before = _snapshot(net)
+    sd = dict(before)
+    sd["2.weight"] = before["2.weight"] + 1  # the other name of 0.weight, another value
+    with pytest.raises(md.StateDictError, match=r"'0\.weight' and '2\.weight'") as info:
+        net.load_state_dict(sd)
+    assert info.value.mismatched_keys == ["2.weight"]
+    for k, v in _snapshot(net).items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+    same = {k: v + 1 for k, v in before.items()}  # separate arrays, equal values: loads
+    net.load_state_dict(same)
+    np.testing.assert_array_equal(net[2].weight.numpy(), same["2.weight"])
+    net.load_state_dict(net.state_dict())
+
+
 # ------------------------------------------------------------------ layers
 
 
