@@ -100,7 +100,12 @@ class Jit:
     def export_onnx(
         self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
     ) -> Path:
-        """An ONNX file from ``tf2onnx`` of a ``tf.function`` of the block's forward."""
+        """An ONNX file from ``tf2onnx`` of the frozen graph of a ``tf.function`` of the
+        block's forward."""
+        from tensorflow.python.framework.convert_to_constants import (
+            convert_variables_to_constants_v2,
+        )
+
         try:
             import tf2onnx
         except ImportError:
@@ -117,7 +122,7 @@ class Jit:
         )
         fn = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
         try:
-            fn.get_concrete_function()
+            concrete = fn.get_concrete_function()
         except (TypeError, ValueError) as e:
             if not dynamic_batch:
                 raise
@@ -126,7 +131,21 @@ class Jit:
                 f"({type(block).__name__} reads the batch size as a number). Export with "
                 "dynamic_batch=False (one file per batch size)."
             ) from e
-        tf2onnx.convert.from_function(fn, input_signature=specs, opset=opset, output_path=str(path))
+        # the tensors the forward reads (parameters, BatchNorm statistics) become constants:
+        # tf2onnx would keep captured eager tensors as extra graph inputs
+        frozen = convert_variables_to_constants_v2(concrete)
+        model, _ = tf2onnx.convert.from_graph_def(
+            frozen.graph.as_graph_def(),
+            input_names=[t.name for t in frozen.inputs],
+            output_names=[t.name for t in frozen.outputs],
+            opset=opset,
+        )
+        renamed = {t.name: f"input{i}" for i, t in enumerate(frozen.inputs)}  # "input0:0"
+        for value in model.graph.input:
+            value.name = renamed.get(value.name, value.name)
+        for node in model.graph.node:
+            node.input[:] = [renamed.get(n, n) for n in node.input]
+        path.write_bytes(model.SerializeToString())
         return path
 
 
