@@ -115,17 +115,21 @@ def test_cnns_at_a_fixed_batch_size(model, tmp_path):
     np.testing.assert_allclose(got, _reference(make, batches)[0], rtol=1e-5, atol=1e-5)
 
 
+FREE_BATCH_CNNS = {"torch": ("lenet", "resnet18"), "paddle": ("lenet",)}
+
+
 @needs_exporter
-@pytest.mark.skipif(BK != "paddle", reason="only Paddle's tracer keeps LeNet's batch size free")
-def test_lenet_with_a_free_batch_size_on_paddle(tmp_path):
+@pytest.mark.parametrize("model", ["lenet", "resnet18"])
+def test_cnns_with_a_free_batch_size(model, tmp_path):
+    if model not in FREE_BATCH_CNNS.get(BK, ()):
+        pytest.skip(f"{BK}'s tracer fixes {model}'s batch size: the next test")
+    make, shape = {"lenet": (lenet, (1, 28, 28)), "resnet18": (resnet18, (1, 32, 32))}[model]
     md.manual_seed(0)
-    net = lenet().eval()
-    path = md.export(net, tmp_path / "lenet.onnx", md.randn(2, 1, 28, 28), format="onnx")
+    net = make().eval()
+    path = md.export(net, tmp_path / f"{model}.onnx", md.randn(2, *shape), format="onnx")
     rng = np.random.default_rng(2)
-    batches = [rng.standard_normal((n, 1, 28, 28)).astype(np.float32) for n in (1, 3)]
-    for got, ref in zip(
-        _run_onnx(path, batches, tmp_path), _reference(lenet, batches), strict=True
-    ):
+    batches = [rng.standard_normal((n, *shape)).astype(np.float32) for n in (1, 3)]
+    for got, ref in zip(_run_onnx(path, batches, tmp_path), _reference(make, batches), strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -135,8 +139,8 @@ def test_what_an_exporter_cannot_express_is_a_typed_error_that_writes_nothing(tm
     target.write_bytes(b"previous")
     md.manual_seed(0)
     cases = []
-    if BK in ("torch", "tensorflow"):  # their tracers need the batch size symbolic
-        cases.append((lenet(), (2, 1, 28, 28), True))  # LeNet's Flatten reads it as a number
+    if BK == "tensorflow":  # its tracer needs the batch size symbolic, and
+        cases.append((lenet(), (2, 1, 28, 28), True))  # multidev's reshape reads it as a number
     if BK == "paddle":
         cases.append((resnet18(), (2, 1, 32, 32), False))
     for net, shape, dynamic in cases:

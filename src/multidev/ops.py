@@ -367,6 +367,8 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     n = 1
     for d in shape[s : e + 1]:
         n *= d
+    if s == 1 and n:  # (batch, features): the batch as -1, so that a tracer keeps it free
+        return reshape(x, (-1, n, *shape[e + 1 :]))
     return reshape(x, (*shape[:s], n, *shape[e + 1 :]))
 
 
