@@ -16,7 +16,9 @@ import pytest
 
 import multidev as md
 from multidev import nn
+from multidev.examples import transformer_classifier
 from multidev.examples.modern_cnns import lenet, resnet18
+from multidev.examples.rnn_language_model import VOCAB, LanguageModel
 
 BK = md.get_backend()
 EXPORTERS = {"torch": "onnxscript", "tensorflow": "tf2onnx", "paddle": "paddle2onnx"}
@@ -129,6 +131,45 @@ def test_cnns_with_a_free_batch_size(model, tmp_path):
     path = md.export(net, tmp_path / f"{model}.onnx", md.randn(2, *shape), format="onnx")
     rng = np.random.default_rng(2)
     batches = [rng.standard_normal((n, *shape)).astype(np.float32) for n in (1, 3)]
+    for got, ref in zip(_run_onnx(path, batches, tmp_path), _reference(make, batches), strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+#: how each backend's exporter handles the sequence models of the zoo (docs/guide/checkpoints.md)
+SEQUENCE = {
+    "torch": {"gru_lm": "fixed batch", "transformer": "fixed batch"},
+    "tensorflow": {"gru_lm": "fixed batch", "transformer": "refused"},
+    "paddle": {"gru_lm": "refused", "transformer": "free batch"},
+}
+
+
+def _gru_lm():
+    return LanguageModel("gru", len(VOCAB))
+
+
+@needs_exporter
+@pytest.mark.parametrize("model", ["gru_lm", "transformer"])
+def test_sequence_models(model, tmp_path):
+    make, vocab, steps = {
+        "gru_lm": (_gru_lm, len(VOCAB), 20),
+        "transformer": (
+            transformer_classifier.Classifier,
+            transformer_classifier.VOCAB,
+            transformer_classifier.SEQ_LEN,
+        ),
+    }[model]
+    md.manual_seed(0)
+    net = make().eval()
+    tokens = np.random.default_rng(3).integers(0, vocab, (2, steps))
+    expect = SEQUENCE[BK][model]
+    path = tmp_path / f"{model}.onnx"
+    if expect == "refused":
+        with pytest.raises(md.UnsupportedOperationError, match="Expected"):
+            md.export(net, path, md.asarray(tokens), format="onnx", dynamic_batch=False)
+        assert not path.exists()
+        return
+    md.export(net, path, md.asarray(tokens), format="onnx", dynamic_batch=expect == "free batch")
+    batches = [tokens] if expect == "fixed batch" else [tokens[:1], np.concatenate([tokens] * 2)]
     for got, ref in zip(_run_onnx(path, batches, tmp_path), _reference(make, batches), strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 

@@ -635,7 +635,16 @@ def _onnx(write: Any, block: Any, tmp: Path, natives: tuple, opset: int, dynamic
         ) from e
     import onnx
 
-    graph = onnx.load(str(tmp), load_external_data=False).graph
+    model = onnx.load(str(tmp), load_external_data=False)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise UnsupportedOperationError(
+            f"Expected a valid ONNX model of {type(block).__name__}. Received: a file the ONNX "
+            f"checker refuses ({str(e).splitlines()[0][:300]}): the exporter emitted an "
+            "operator ONNX lacks. Nothing was written; export from another backend."
+        ) from e
+    graph = model.graph
     names = [i.name for i in graph.input]
     if len(names) != len(natives):
         raise UnsupportedOperationError(

@@ -26,6 +26,7 @@ from ..dispatch import on as _on
 from ..dispatch import wrap as _wrap
 from ..random import dropout_mask
 from ..tensors import Tensor
+from ..tracing import tracing
 
 __all__ = [
     "RNN_MODES",
@@ -105,7 +106,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
             f"Expected a 2-D weight (num_embeddings, embedding_dim). Received: {weight.shape}"
         )
     n = weight.shape[0]
-    if idx.size:
+    if idx.size and not tracing():  # a traced graph holds no host read of its values
         lo, hi = int(ops.min(idx).item()), int(ops.max(idx).item())
         if lo < 0 or hi >= n:
             raise IndexError(
