@@ -4,6 +4,13 @@ resuming mid-epoch) and ``random_split``; ``md.random.get_state``/``set_state``.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +37,29 @@ class Failing(Squares):
         if i == 5:
             raise KeyError("sample 5 is missing")
         return super().__getitem__(i)
+
+
+class Sleepy(Squares):
+    """Sample 0 blocks (a worker that hangs)."""
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(120)
+        return super().__getitem__(i)
+
+
+class Dying(Squares):
+    """Sample 5 ends its worker process."""
+
+    def __getitem__(self, i):
+        if i == 5:
+            os._exit(3)
+        return super().__getitem__(i)
+
+
+def with_a_lock(samples):
+    """A collate_fn whose batch holds a lock, which does not pickle."""
+    return {"x": np.stack([s["x"] for s in samples]), "lock": threading.Lock()}
 
 
 def pair_sums(samples):
@@ -113,6 +143,97 @@ def test_worker_errors_reach_the_caller():
         list(DataLoader(TensorDataset(X, Y), collate_fn=lambda s: s, num_workers=1))
 
 
+def test_a_batch_that_does_not_pickle_names_its_type_and_worker():
+    loader = DataLoader(Squares(), batch_size=4, collate_fn=with_a_lock, num_workers=2)
+    with pytest.raises(md.DataLoaderError, match=r"worker 0 .*\['lock'\] is a _thread\.lock") as e:
+        next(iter(loader))
+    assert (e.value.worker, e.value.cause) == (0, "unpicklable batch")
+
+
+def test_timeout_names_the_worker_that_hangs():
+    loader = DataLoader(Sleepy(), batch_size=2, num_workers=2, timeout=1)
+    with pytest.raises(md.DataLoaderError, match="worker 0 to build batch 0 within timeout=1") as e:
+        list(loader)
+    assert (e.value.worker, e.value.cause) == (0, "timeout")
+
+
+def test_a_worker_that_dies_is_noticed_without_a_timeout():
+    with pytest.raises(md.DataLoaderError, match="worker 0 exited with code 3") as e:
+        list(DataLoader(Dying(), batch_size=2, num_workers=2))
+    assert (e.value.worker, e.value.cause) == (0, "worker died")
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf"), "1", True])
+def test_bad_timeouts(timeout):
+    with pytest.raises(ValueError, match="timeout"):
+        DataLoader(Squares(), timeout=timeout)
+
+
+UNGUARDED = """
+import os
+import numpy as np
+import multidev as md
+from multidev.data import DataLoader, TensorDataset
+
+md.zeros(1)  # the backend's framework is started, as in a training script
+print("TOP", os.getpid(), flush=True)
+ds = TensorDataset(np.arange(20, dtype=np.float32))
+try:
+    rows = [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4, num_workers=2)]
+    print("OK", rows == [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4)], flush=True)
+except md.DataLoaderError as e:
+    print("REFUSED", e.cause, "|", str(e).replace(chr(10), " "), flush=True)
+"""
+
+
+def _run_script(tmp_path: Path, text: str) -> list[str]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(text))
+    env = dict(os.environ, MULTIDEV_BACKEND=md.get_backend())
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+def test_a_script_without_the_main_guard_forks_where_safe_else_refuses(tmp_path):
+    out = _run_script(tmp_path, UNGUARDED)
+    assert len([line for line in out if line.startswith("TOP")]) == 1, out  # ran once
+    hazard = md.registry.framework(md.get_backend()).fork_hazard()
+    if hazard is None:
+        assert out[-1] == "OK True", out
+    else:
+        assert out[-1].startswith("REFUSED main guard |"), out
+        assert 'if __name__ == "__main__":' in out[-1] and hazard in out[-1]
+
+
+GUARDED = """
+import os
+import numpy as np
+import multidev as md
+from multidev.data import DataLoader, TensorDataset
+
+print("TOP", os.getpid(), flush=True)
+
+
+def main():
+    md.zeros(1)
+    ds = TensorDataset(np.arange(20, dtype=np.float32))
+    rows = [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4, num_workers=2)]
+    print("OK", rows == [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4)], flush=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_guarded_script_starts_its_workers_as_before(tmp_path):
+    out = _run_script(tmp_path, GUARDED)
+    assert [line for line in out if not line.startswith("TOP")] == ["OK True"], out
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_loader_resumes_mid_epoch(num_workers):
     def make():
@@ -147,6 +268,31 @@ def test_load_state_dict_rejects_bad_positions():
         loader.load_state_dict({"epoch": 0, "batch": 9, "seed": 1})
     with pytest.raises(ValueError, match="seed of the epoch"):
         loader.load_state_dict({"epoch": 0, "batch": 2, "seed": None})
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"seed": 2**70},
+        {"seed": -1},
+        {"seed": 1.5},
+        {"seed": "7"},
+        {"epoch": 2**64},
+        {"epoch": -1},
+        {"epoch": 2.0},
+        {"batch": True},
+    ],
+)
+def test_load_state_dict_refuses_out_of_range_values_before_changing_anything(bad):
+    loader = DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True, generator=3)
+    _rows(loader)
+    it = iter(loader)
+    next(it)
+    before = loader.state_dict()
+    name = next(iter(bad))
+    with pytest.raises(md.StateDictError, match=f"'{name}'"):
+        loader.load_state_dict({"epoch": 1, "batch": 1, "seed": 5, **bad})
+    assert loader.state_dict() == before
 
 
 @pytest.mark.parametrize(

@@ -102,9 +102,23 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def launch(args: argparse.Namespace) -> int:
-    """Start the workers of a data-parallel job (see ``multidev.distributed.launch``)."""
+    """Start the workers of a data-parallel job (see ``multidev.distributed.launch``); a
+    usage error is argparse's one line and exit code 2, before anything starts."""
+    from .distributed.launch import check_arguments
     from .distributed.launch import launch as _launch
 
+    try:
+        check_arguments(
+            [args.script],
+            nproc_per_node=args.nproc_per_node,
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            master_addr=args.master_addr,
+            master_port=args.master_port,
+            stop_timeout=args.stop_timeout,
+        )
+    except ValueError as e:
+        args.parser.error(str(e))
     return _launch(
         [args.script, *args.script_args],
         nproc_per_node=args.nproc_per_node,
@@ -113,6 +127,7 @@ def launch(args: argparse.Namespace) -> int:
         master_addr=args.master_addr,
         master_port=args.master_port,
         backend=args.backend,
+        stop_timeout=args.stop_timeout,
     )
 
 
@@ -139,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         help="run a script as N worker processes per machine (md.distributed)",
         description="Run SCRIPT as --nproc-per-node workers of this machine, through the "
         "backend's own launcher where it has one; lines are prefixed with the rank; exits 1 "
-        "(stopping the others) when a worker fails.",
+        "(stopping the others) when a worker fails. SIGINT/SIGTERM/SIGHUP stop every worker "
+        "(SIGKILL after --stop-timeout) and exit 128 + the signal. Usage errors exit 2.",
     )
     la.add_argument("--nproc-per-node", type=int, default=1, help="workers on this machine")
     la.add_argument("--nnodes", type=int, default=1, help="machines in the job")
@@ -147,11 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     la.add_argument("--master-addr", default="127.0.0.1", help="address of node 0")
     la.add_argument("--master-port", type=int, default=0, help="port on node 0 (0: a free one)")
     la.add_argument("--backend", help="backend to run (default: MULTIDEV_BACKEND)")
+    la.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=10.0,
+        help="seconds between SIGTERM and SIGKILL when stopping the workers",
+    )
     la.add_argument("script", help="the training script")
     la.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
-    la.set_defaults(fn=launch)
+    la.set_defaults(fn=launch, parser=la)
     args = p.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:  # before a command installs its own handling: no traceback
+        return 130
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ __all__ = [
     "AutogradError",
     "BackendError",
     "CheckpointError",
+    "DataLoaderError",
     "DeferredInitializationError",
     "DeviceError",
     "DeviceMismatchError",
@@ -60,6 +61,19 @@ class CheckpointError(ValueError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class DataLoaderError(RuntimeError):
+    """A ``DataLoader`` with ``num_workers > 0`` cannot deliver a batch: a worker died, failed,
+    produced a batch that does not pickle, or gave nothing within ``timeout`` seconds; or
+    worker processes cannot be started safely (a script without the
+    ``if __name__ == "__main__":`` guard). ``worker`` is the worker's index (None when no
+    worker is concerned) and ``cause`` a short name of the cause."""
+
+    def __init__(self, message: str, worker: int | None = None, cause: str = "") -> None:
+        super().__init__(message)
+        self.worker = worker
+        self.cause = cause
 
 
 class JitWarning(UserWarning):

@@ -9,7 +9,7 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING
@@ -56,6 +56,21 @@ class Framework:
     name: str
     distributions: tuple[str, ...] = ()
     extra: str | None = None
+    #: called only when the framework is imported in this process: why ``fork`` would be
+    #: unsafe now (its runtime has started threads or a device context a child cannot use),
+    #: or None when forking is safe. None (the default): imported means unsafe.
+    fork_unsafe: Callable[[], str | None] | None = None
+
+    def fork_hazard(self) -> str | None:
+        """Why forking this process is unsafe because of this framework, or None."""
+        if self.name not in sys.modules:
+            return None
+        if self.fork_unsafe is None:
+            return (
+                f"{self.name} is imported in this process, and its runtime threads do not "
+                "survive fork"
+            )
+        return self.fork_unsafe()
 
     def install_hint(self) -> str:
         """The command that installs the framework: ``pip install 'multidev[torch]'``."""

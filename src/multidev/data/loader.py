@@ -3,8 +3,10 @@
 Batches are built on the host (NumPy) and placed on the device once per batch. The order of
 an epoch comes from multidev's host generator (``random.host_permutation`` of a per-epoch
 seed), so a seeded shuffle gives the same batches on every backend. ``num_workers > 0``
-builds the batches in worker processes that never import a framework (``multiprocessing``'s
-"forkserver", with this module preloaded, where the platform has it, else "spawn"), and yields exactly what ``num_workers=0`` yields, in the same order.
+builds the batches in worker processes (see ``_choose_context`` for the start method) and
+yields exactly what ``num_workers=0`` yields, in the same order. A worker that dies, fails, or
+builds a batch that does not pickle raises ``DataLoaderError`` naming it; ``timeout`` bounds
+the wait for one batch.
 
 The loader's position is part of ``state_dict()`` (epoch, batches already yielded, the
 epoch's seed): after ``load_state_dict`` the next ``iter(loader)`` continues the saved epoch
@@ -13,10 +15,15 @@ from the next batch, so a run resumes mid-epoch.
 
 from __future__ import annotations
 
+import ast
+import math
 import multiprocessing
 import numbers
+import os
 import pickle
 import queue
+import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -24,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import random as _random
+from ..errors import DataLoaderError, StateDictError
 from ..tensors import Tensor
 
 __all__ = ["DataLoader", "default_collate"]
@@ -108,8 +116,27 @@ def _fetch(dataset: Any, indices: np.ndarray, collate_fn: Callable | None) -> An
     return collate_fn([dataset[int(i)] for i in indices])
 
 
+def _unpicklable(obj: Any, where: str = "the batch") -> str:
+    """Where in ``obj`` the first value that does not pickle is, and its type."""
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            try:
+                pickle.dumps(v)
+            except Exception:
+                return _unpicklable(v, f"{where}[{k!r}]")
+    elif isinstance(obj, (tuple, list)):
+        for i, v in enumerate(obj):
+            try:
+                pickle.dumps(v)
+            except Exception:
+                return _unpicklable(v, f"{where}[{i}]")
+    return f"{where} is a {type(obj).__module__}.{type(obj).__qualname__}"
+
+
 def _worker_loop(dataset, collate_fn, seed, index_queue, result_queue) -> None:
-    """A worker process: fetch the batches it is sent until it gets None."""
+    """A worker process: fetch the batches it is sent until it gets None. Each batch is
+    pickled here, so that one that cannot be is reported (the queue's feeder thread would
+    only print the error and drop the batch, leaving the loader waiting for it)."""
     _random.manual_seed(seed)
     while True:
         item = index_queue.get()
@@ -117,14 +144,128 @@ def _worker_loop(dataset, collate_fn, seed, index_queue, result_queue) -> None:
             return
         number, indices = item
         try:
-            result_queue.put((number, True, _to_host(_fetch(dataset, indices, collate_fn))))
+            host = _to_host(_fetch(dataset, indices, collate_fn))
         except Exception:
-            result_queue.put((number, False, traceback.format_exc()))
+            result_queue.put((number, "error", traceback.format_exc()))
+            continue
+        try:
+            payload = pickle.dumps(host, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:
+            result_queue.put((number, "unpicklable", f"{_unpicklable(host)} ({e})"))
+            continue
+        result_queue.put((number, "ok", payload))
+
+
+def _has_main_guard(path: str) -> bool:
+    """Whether the script at ``path`` has an ``if __name__ == "__main__":`` at its top level."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return True  # not a script we can read: nothing of ours re-runs it
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            sides = [node.test.left, *node.test.comparators]
+            names = {s.id for s in sides if isinstance(s, ast.Name)}
+            consts = {s.value for s in sides if isinstance(s, ast.Constant)}
+            if "__name__" in names and "__main__" in consts:
+                return True
+    return False
+
+
+#: (script path, modification time) -> whether it has the guard
+_GUARDED: dict[tuple[str, float], bool] = {}
+
+
+def _guarded(path: str, mtime: float) -> bool:
+    key = (path, mtime)
+    if key not in _GUARDED:
+        _GUARDED[key] = _has_main_guard(path)
+    return _GUARDED[key]
+
+
+def _unguarded_main() -> str | None:
+    """The path of the main script when it lacks the ``__main__`` guard (a "spawn" or
+    "forkserver" worker would re-run its top level), else None (guarded, or no script file:
+    an interactive session, ``python -c``)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        return None
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return None
+    return None if _guarded(path, mtime) else str(path)
+
+
+def _fork_hazard() -> str | None:
+    """Why forking this process is unsafe now, or None: a framework whose runtime cannot
+    survive fork is imported (each adapter's ``Framework.fork_unsafe`` says when)."""
+    from .. import registry
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return "this platform has no fork"
+    for name in registry.registered_backends():
+        reason = registry.framework(name).fork_hazard()
+        if reason:
+            return reason
+    return None
+
+
+def _choose_context(requested: str | None) -> str:
+    """The start method for the workers. With the ``__main__`` guard (or no script): the one
+    requested, default "forkserver" where the platform has it, else "spawn" (workers that
+    import no framework). Without the guard: "fork" (PyTorch's default on Linux), which
+    re-runs nothing, when it is safe; otherwise a DataLoaderError before any worker starts."""
+    methods = multiprocessing.get_all_start_methods()
+    script = _unguarded_main() if requested != "fork" else None
+    if script is None:
+        if requested is not None:
+            return requested
+        return "forkserver" if "forkserver" in methods else "spawn"
+    hazard = _fork_hazard()
+    if requested is None and hazard is None:
+        return "fork"
+    why = (
+        f"the start method {requested!r} runs the script again in every worker"
+        if requested is not None
+        else f"fork is unsafe here: {hazard}"
+    )
+    raise DataLoaderError(
+        f"Expected the script {script} to start DataLoader workers from inside an "
+        '`if __name__ == "__main__":` block, or a process that can fork. Received: a script '
+        f"without that guard, and {why}. Put the training code under the guard, or use "
+        "num_workers=0.",
+        cause="main guard",
+    )
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {value!r}")
+    return int(value)
+
+
+class _StateError(StateDictError, ValueError):
+    """``DataLoader.load_state_dict`` refused its input (a StateDictError, and a ValueError
+    as it always was)."""
+
+
+#: seeds are drawn in [0, 2**63) (``random.draw_seed``); epochs count in the same range
+_STATE_LIMIT = 2**63
+
+
+def _check_state_int(name: str, value: Any) -> int:
+    if (
+        not isinstance(value, (int, np.integer))
+        or isinstance(value, bool)
+        or not 0 <= value < _STATE_LIMIT
+    ):
+        raise _StateError(
+            f"Expected the DataLoader state's {name!r} to be an int in [0, 2**63). Received: "
+            f"{value!r} ({type(value).__name__}). Pass the dict loader.state_dict() returned."
+        )
     return int(value)
 
 
@@ -139,7 +280,12 @@ class DataLoader:
       result become Tensors on ``device`` (default: the default device at iteration time).
     - ``num_workers``: worker processes that build batches ahead (the dataset and
       ``collate_fn`` must pickle: define them at module level); same batches as 0.
-      ``multiprocessing_context``: "forkserver" (default where available), "spawn" or "fork".
+      ``multiprocessing_context``: "forkserver" (default where available), "spawn" or "fork";
+      a script without the ``if __name__ == "__main__":`` guard gets "fork" where that is
+      safe (no framework runtime started), else a DataLoaderError before any worker starts.
+    - ``timeout``: seconds to wait for one batch from the workers before raising
+      DataLoaderError (PyTorch's meaning; 0, the default, waits as long as the workers live:
+      a worker that dies is noticed within a second either way).
     - ``state_dict()`` / ``load_state_dict()``: the position, to resume mid-epoch.
     """
 
@@ -156,6 +302,7 @@ class DataLoader:
         device: Any = None,
         prefetch_factor: int = 2,
         multiprocessing_context: str | None = None,
+        timeout: float = 0,
     ) -> None:
         if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
             raise TypeError(
@@ -169,10 +316,19 @@ class DataLoader:
                 "Expected generator to be a seed (int), a numpy.random.Generator or None. "
                 f"Received: {type(generator).__name__}"
             )
-        if multiprocessing_context is None:
-            methods = multiprocessing.get_all_start_methods()
-            multiprocessing_context = "forkserver" if "forkserver" in methods else "spawn"
-        if multiprocessing_context not in multiprocessing.get_all_start_methods():
+        if (
+            not isinstance(timeout, (int, float, np.integer, np.floating))
+            or isinstance(timeout, bool)
+            or not math.isfinite(timeout)
+            or timeout < 0
+        ):
+            raise ValueError(
+                "Expected timeout to be a finite number of seconds >= 0 (0: wait as long as "
+                f"the workers live). Received: {timeout!r}"
+            )
+        if multiprocessing_context is not None and (
+            multiprocessing_context not in multiprocessing.get_all_start_methods()
+        ):
             raise ValueError(
                 f"Expected multiprocessing_context among "
                 f"{multiprocessing.get_all_start_methods()}. Received: {multiprocessing_context!r}"
@@ -187,6 +343,7 @@ class DataLoader:
         self.generator = generator
         self.device = device
         self.multiprocessing_context = multiprocessing_context
+        self.timeout = float(timeout)
         self._epoch = 0
         self._current: dict[str, Any] | None = None
         self._resume: dict[str, Any] | None = None
@@ -233,8 +390,9 @@ class DataLoader:
     def _worker_stream(self, batches: list[np.ndarray], seed: int) -> Iterator[Any]:
         if not batches:
             return
-        ctx = multiprocessing.get_context(self.multiprocessing_context)
-        if self.multiprocessing_context == "forkserver":
+        method = _choose_context(self.multiprocessing_context)
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
             ctx.set_forkserver_preload(["__main__", __name__])
         n = min(self.num_workers, max(len(batches), 1))
         index_queues = [ctx.Queue() for _ in range(n)]
@@ -262,29 +420,38 @@ class DataLoader:
             for _ in range(min(n * self.prefetch_factor, len(batches))):
                 index_queues[sent % n].put((sent, batches[sent]))
                 sent += 1
-            ready: dict[int, tuple[bool, Any]] = {}
+            ready: dict[int, tuple[str, Any]] = {}
             for k in range(len(batches)):
+                since = time.monotonic()
                 while k not in ready:
+                    wait = _POLL_S
+                    if self.timeout:
+                        wait = min(wait, max(0.0, since + self.timeout - time.monotonic()))
                     try:
-                        number, ok, data = results.get(timeout=_POLL_S)
+                        number, status, data = results.get(timeout=wait)
                     except queue.Empty:
-                        dead = [w for w in workers if not w.is_alive()]
-                        if dead:
-                            raise RuntimeError(
-                                f"Expected DataLoader worker processes to keep running. "
-                                f"Received: worker {workers.index(dead[0])} exited with code "
-                                f"{dead[0].exitcode}. Run with num_workers=0 to see the error "
-                                "in this process."
-                            ) from None
+                        self._check_workers(workers, k, n, since)
                         continue
-                    ready[number] = (ok, data)
-                ok, data = ready.pop(k)
-                if not ok:
-                    raise RuntimeError(f"DataLoader worker {k % n} failed on batch {k}:\n{data}")
+                    ready[number] = (status, data)
+                status, data = ready.pop(k)
+                if status == "error":
+                    raise DataLoaderError(
+                        f"DataLoader worker {k % n} failed on batch {k}:\n{data}",
+                        worker=k % n,
+                        cause="exception",
+                    )
+                if status == "unpicklable":
+                    raise DataLoaderError(
+                        f"Expected DataLoader worker {k % n} to build a batch that pickles, to "
+                        f"send it to this process. Received: batch {k}: {data}. Return NumPy "
+                        "arrays, Tensors, numbers or strings from the dataset and collate_fn.",
+                        worker=k % n,
+                        cause="unpicklable batch",
+                    )
                 if sent < len(batches):
                     index_queues[sent % n].put((sent, batches[sent]))
                     sent += 1
-                yield data
+                yield pickle.loads(data)
         finally:
             for iq, w in zip(index_queues, workers, strict=False):
                 if w.is_alive():
@@ -297,6 +464,29 @@ class DataLoader:
             for q in (*index_queues, results):
                 q.cancel_join_thread()
                 q.close()
+
+    def _check_workers(self, workers: list[Any], k: int, n: int, since: float) -> None:
+        """The watchdog, between waits for batch ``k``: raise when a worker has died, or when
+        ``timeout`` seconds have passed without the batch."""
+        dead = [w for w in workers if not w.is_alive()]
+        if dead:
+            wid = workers.index(dead[0])
+            raise DataLoaderError(
+                f"Expected DataLoader worker processes to keep running. Received: worker "
+                f"{wid} exited with code {dead[0].exitcode}. Run with num_workers=0 to see "
+                "the error in this process.",
+                worker=wid,
+                cause="worker died",
+            )
+        if self.timeout and time.monotonic() - since >= self.timeout:
+            raise DataLoaderError(
+                f"Expected DataLoader worker {k % n} to build batch {k} within timeout="
+                f"{self.timeout:g} s. Received: nothing (the worker is still running: its "
+                "dataset or collate_fn blocks). Raise timeout, or run with num_workers=0 to "
+                "see where it waits.",
+                worker=k % n,
+                cause="timeout",
+            )
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -311,21 +501,21 @@ class DataLoader:
         """Continue from ``state`` (from ``state_dict()``): the next ``iter(loader)`` yields the
         rest of that epoch, then later iterations start the following epochs."""
         if not isinstance(state, dict) or set(state) != {"epoch", "batch", "seed"}:
-            raise ValueError(
+            raise _StateError(
                 "Expected a DataLoader state dict with 'epoch', 'batch' and 'seed'. "
                 f"Received: {sorted(state) if isinstance(state, dict) else type(state).__name__}"
             )
-        epoch = _check_int("epoch", state["epoch"], 0)
-        batch = _check_int("batch", state["batch"], 0)
+        epoch = _check_state_int("epoch", state["epoch"])
+        batch = _check_state_int("batch", state["batch"])
         if batch > len(self):
-            raise ValueError(
+            raise _StateError(
                 f"Expected a batch position <= {len(self)} (batches per epoch). Received: {batch}"
             )
         seed = state["seed"]
         if seed is not None:
-            seed = _check_int("seed", seed, 0)
+            seed = _check_state_int("seed", seed)
         elif batch:
-            raise ValueError(
+            raise _StateError(
                 "Expected the seed of the epoch in progress with a batch position > 0. "
                 "Received: seed None. Pass the dict loader.state_dict() returned."
             )

@@ -9,7 +9,12 @@ line without its end yet): the launcher reads each stream of each worker on its 
 writes complete lines only. torchrun's workers write into files (``--redirects=3``), which
 the launcher follows the same way.
 When a worker fails the others are stopped (SIGTERM, then SIGKILL after ``stop_timeout``
-seconds) and the launcher returns 1, naming the rank and how it ended.
+seconds) and the launcher returns 1, naming the rank and how it ended. Stopping reaches every
+process the launcher started and all their descendants, in whatever process group or session
+they run (torchrun starts its workers in sessions of their own): the process tree is read from
+``/proc`` before the SIGTERM and again before the SIGKILL. SIGTERM, SIGHUP and SIGINT to the
+launcher stop the workers the same way and end it with 128 + the signal (130 for SIGINT);
+further signals during that teardown are ignored, so that it always completes.
 """
 
 from __future__ import annotations
@@ -32,7 +37,61 @@ from typing import IO, Any
 from .. import registry
 from ..errors import BackendError
 
-__all__ = ["Proc", "free_port", "launch", "node_addresses"]
+__all__ = ["MAX_NPROC_PER_NODE", "Proc", "check_arguments", "free_port", "launch", "node_addresses"]
+
+#: the most worker processes one node may start (a typo such as 100000 is refused, not planned)
+MAX_NPROC_PER_NODE = 1024
+
+
+def check_arguments(
+    argv: Sequence[str],
+    nproc_per_node: int,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master_addr: str = "127.0.0.1",
+    master_port: int = 0,
+    stop_timeout: float = 10.0,
+    script_must_exist: bool = True,
+) -> None:
+    """Raise ValueError (one line: what was expected, what was received) for arguments
+    ``launch`` cannot run with; nothing is started. ``script_must_exist``: the script must be
+    an existing file (``multidev launch`` checks it; ``launch()`` leaves it to the workers)."""
+
+    def _int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if not _int(nproc_per_node) or not 1 <= nproc_per_node <= MAX_NPROC_PER_NODE:
+        raise ValueError(
+            f"expected --nproc-per-node in [1, {MAX_NPROC_PER_NODE}], received {nproc_per_node!r}"
+        )
+    if not _int(nnodes) or nnodes < 1:
+        raise ValueError(f"expected --nnodes >= 1, received {nnodes!r}")
+    if not _int(node_rank) or not 0 <= node_rank < nnodes:
+        raise ValueError(
+            f"expected --node-rank in [0, {nnodes - 1}] (--nnodes {nnodes}), received {node_rank!r}"
+        )
+    if not _int(master_port) or not 0 <= master_port <= 65535:
+        raise ValueError(
+            f"expected --master-port in [0, 65535] (0: a free one), received {master_port!r}"
+        )
+    if master_port == 0 and nnodes > 1:
+        raise ValueError(
+            "expected --master-port with --nnodes > 1 (every node must use the same one), "
+            "received none"
+        )
+    try:
+        socket.getaddrinfo(master_addr, None, socket.AF_INET)
+    except (OSError, UnicodeError, ValueError) as e:
+        raise ValueError(
+            f"expected --master-addr to be an IPv4 address or a host name that resolves, "
+            f"received {master_addr!r} ({e})"
+        ) from None
+    if not isinstance(stop_timeout, (int, float)) or not 0 <= stop_timeout <= 3600:
+        raise ValueError(f"expected --stop-timeout in [0, 3600] seconds, received {stop_timeout!r}")
+    if not argv:
+        raise ValueError("expected a script to run, received none")
+    if script_must_exist and not os.path.isfile(argv[0]):
+        raise ValueError(f"expected the script to be a file, received {argv[0]!r} (no such file)")
 
 
 def free_port(addr: str = "127.0.0.1") -> int:
@@ -224,19 +283,83 @@ class _LogTail:
         self.thread.join(timeout)
 
 
-def _stop(popen: subprocess.Popen, timeout: float) -> None:
-    """SIGTERM the process's group, SIGKILL it after ``timeout`` seconds."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
-        if popen.poll() is not None:
-            return
-        try:
-            os.killpg(popen.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            popen.wait(wait)
-        except subprocess.TimeoutExpired:
+def _descendants(roots: Sequence[int]) -> set[int]:
+    """``roots`` and every process below them, from ``/proc`` (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
             continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the fields after the command name (in parentheses, which may hold spaces)
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found: set[int] = set()
+    todo = [r for r in roots if r > 0]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
+
+
+def _signal_all(pids: set[int], sig: int) -> None:
+    """Send ``sig`` to each process and to each group one of them leads (never ours)."""
+    own = os.getpgrp()
+    for pid in pids:
+        try:
+            if os.getpgid(pid) == pid != own:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _stop_all(popens: Sequence[subprocess.Popen], timeout: float) -> None:
+    """SIGTERM every process of ``popens`` and every descendant of theirs (each in its own
+    group or session, as torchrun's workers are), then SIGKILL whatever of them is left after
+    ``timeout`` seconds, and reap ``popens``."""
+    live = [p for p in popens if p.poll() is None]
+    tree = _descendants([p.pid for p in popens]) - {p.pid for p in popens if p.poll() is not None}
+    if not tree:
+        return
+    _signal_all(tree, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tree |= _descendants([p.pid for p in live if p.poll() is None])
+        if all(p.poll() is not None for p in live) and not _any_alive(tree - {p.pid for p in live}):
+            return
+        time.sleep(0.05)
+    tree |= _descendants([p.pid for p in live if p.poll() is None])
+    _signal_all({pid for pid in tree if _is_alive(pid)}, signal.SIGKILL)
+    for p in live:
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
+            pass
+
+
+def _is_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def _any_alive(pids: set[int]) -> bool:
+    return any(_is_alive(pid) for pid in pids)
 
 
 def _plan(
@@ -319,19 +442,21 @@ def launch(
     from . import engine_module
 
     out = sys.stdout if out is None else out
-    if nproc_per_node < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
-        raise ValueError(
-            f"Expected nproc_per_node >= 1, nnodes >= 1 and 0 <= node_rank < nnodes. Received: "
-            f"{nproc_per_node}, {nnodes}, {node_rank}."
+    try:
+        check_arguments(
+            argv,
+            nproc_per_node,
+            nnodes,
+            node_rank,
+            master_addr,
+            master_port,
+            stop_timeout,
+            script_must_exist=False,
         )
-    if not argv:
-        raise ValueError("Expected a script to run. Received: none. Usage: launch script.py")
+    except ValueError as e:
+        msg = str(e)
+        raise ValueError(msg[0].upper() + msg[1:] + ".") from None
     if master_port == 0:
-        if nnodes > 1:
-            raise ValueError(
-                "Expected --master-port with --nnodes > 1 (every node must use the same one). "
-                "Received: none."
-            )
         master_port = free_port(master_addr)
     name = backend or registry.get_backend()
     engine = engine_module(name)
@@ -352,18 +477,27 @@ def launch(
 
 @contextmanager
 def _stopped_by_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP to the launcher raise SystemExit (128 + the signal) while it runs,
-    so that it stops its workers (they run in sessions of their own, which a signal to the
-    launcher's group does not reach) instead of dying and leaving them running. Only in the
-    main thread, where Python can take signals."""
+    """SIGTERM, SIGHUP and SIGINT to the launcher raise SystemExit (128 + the signal) while it
+    runs, so that it stops its workers (they run in sessions of their own, which a signal to
+    the launcher's group does not reach) instead of dying and leaving them running, and ends
+    without a traceback. Only the first one does: the ones that come during the teardown it
+    starts are ignored, so that the teardown completes. Only in the main thread, where Python
+    can take signals."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopping = False
 
     def _exit(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
         raise SystemExit(128 + signum)
 
-    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {
+        sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    }
     try:
         yield
     finally:
@@ -403,8 +537,7 @@ def _run(
                 pumps.append(t)
         return _watch(running, stop_timeout, out, lock)
     finally:
-        for _, popen in running:
-            _stop(popen, stop_timeout)
+        _stop_all([popen for _, popen in running], stop_timeout)
         for t in pumps:
             t.join(stop_timeout)
         for tail in tails:
