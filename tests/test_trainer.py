@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import multidev as md
-from multidev import nn, registry
+from multidev import nn, plotting, registry
 from multidev.nn import functional as F
 
 BK = registry.current()
@@ -295,3 +295,69 @@ def test_resume_rejects_other_files(tmp_path):
     md.save({"x": md.zeros(2)}, tmp_path / "x.ckpt")
     with pytest.raises(md.CheckpointError, match="Trainer checkpoint"):
         _trainer(1).fit(_net(), _loader(), resume=tmp_path / "x.ckpt")
+
+
+# ---------------------------------------------------------------- progress, pictures, TensorBoard
+@needs_autograd
+def test_progress_prints_one_line_per_epoch_or_nothing(capsys):
+    _trainer(2).fit(_net(), _loader())
+    assert capsys.readouterr().err == ""
+    md.Trainer(2, loss=F.cross_entropy, optimizer=lambda p: md.optim.SGD(p, 0.1)).fit(
+        _net(), _loader()
+    )
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(",")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
+
+
+def _two_runs(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        rows = [{"epoch": e, "loss": 1.0 / e, "val_loss": 1.1 / e} for e in (1, 2, 3)]
+        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_plot_and_cli_overlay_runs(tmp_path, run_python):
+    pytest.importorskip("matplotlib")
+    runs = _two_runs(tmp_path)
+    out = run_python(
+        "import sys; from multidev.cli import main; sys.exit(main(sys.argv[1:]))",
+        "plot",
+        *runs,
+        "-o",
+        str(tmp_path / "runs.png"),
+    )
+    assert "wrote" in out.stdout
+    assert (tmp_path / "runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = run_python(
+        "import sys; from multidev.cli import main; sys.exit(main(sys.argv[1:]))",
+        "plot",
+        str(tmp_path),
+        check=False,
+    )
+    assert bad.returncode == 2 and "metrics.jsonl" in bad.stderr
+    if "autograd" in BK.capabilities:
+        tr = _trainer(2, log_dir=tmp_path / "run")
+        tr.fit(_net(), _loader())
+        png = tr.plot()
+        assert png == tmp_path / "run" / "training.png" and png.stat().st_size > 1000
+
+
+def test_missing_extra_names_it(tmp_path):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"multidev\[train\]"):
+            plotting.plot_histories({"r": [{"epoch": 1, "loss": 1.0}]}, tmp_path / "p.png")
+    else:
+        pytest.skip("matplotlib is installed here: the message is checked where it is not")
+
+
+@needs_autograd
+def test_tensorboard_writes_event_files(tmp_path):
+    try:
+        _trainer(2, callbacks=[md.callbacks.TensorBoard(tmp_path / "tb")]).fit(_net(), _loader())
+    except ImportError as e:
+        assert "multidev[train]" in str(e)
+        pytest.skip(f"no TensorBoard writer here: {e}")
+    assert list((tmp_path / "tb").glob("events.out.tfevents.*"))

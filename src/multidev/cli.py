@@ -1,4 +1,4 @@
-"""``multidev info | conformance | demo | launch``."""
+"""``multidev info | conformance | demo | plot | launch``."""
 
 from __future__ import annotations
 
@@ -101,6 +101,19 @@ def demo(args: argparse.Namespace) -> int:
     return _demo.main() or 0
 
 
+def plot(args: argparse.Namespace) -> int:
+    """Overlay the loss and metrics of several run folders (``Trainer(log_dir=...)``)."""
+    from .plotting import plot_runs
+
+    try:
+        path = plot_runs(args.run_dirs, args.out)
+    except (FileNotFoundError, ImportError, ValueError) as e:
+        print(f"multidev plot: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
+
+
 def launch(args: argparse.Namespace) -> int:
     """Start the workers of a data-parallel job (see ``multidev.distributed.launch``)."""
     from .distributed.launch import launch as _launch
@@ -134,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     c.set_defaults(fn=conformance)
     sub.add_parser("demo", help="the d2l chapter tour on the active backend").set_defaults(fn=demo)
+    pl = sub.add_parser(
+        "plot",
+        help="overlay training runs (loss and metrics per epoch) in one PNG",
+        description="Read metrics.jsonl (or metrics.csv) of each RUN_DIR, as Trainer(log_dir=) "
+        "writes them, and draw one panel per quantity with a line per run (the folder's name).",
+    )
+    pl.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders")
+    pl.add_argument("-o", "--out", default="runs.png", help="PNG to write (default runs.png)")
+    pl.set_defaults(fn=plot)
     la = sub.add_parser(
         "launch",
         help="run a script as N worker processes per machine (md.distributed)",
