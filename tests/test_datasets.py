@@ -135,4 +135,7 @@ def test_digits_split_is_fixed():
     )
     from sklearn.datasets import load_digits
 
-    assert int(y) == load_digits().target[1500]
+    order = np.random.default_rng(0).permutation(1797)
+    assert int(y) == load_digits().target[order[1500]]
+    both = np.concatenate([np.asarray(train._arrays[1]), np.asarray(test._arrays[1])])
+    np.testing.assert_array_equal(np.sort(both), np.sort(load_digits().target))

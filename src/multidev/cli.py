@@ -96,6 +96,10 @@ def conformance(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    if args.which == "train":
+        from .examples import train_digits
+
+        return train_digits.main(args.demo_args)
     from . import demo as _demo
 
     return _demo.main() or 0
@@ -146,7 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", default="conformance-report", help="folder for the .md and .json")
     c.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     c.set_defaults(fn=conformance)
-    sub.add_parser("demo", help="the d2l chapter tour on the active backend").set_defaults(fn=demo)
+    de = sub.add_parser(
+        "demo",
+        help="the d2l chapter tour on the active backend ('demo train': md.Trainer on digits)",
+    )
+    de.add_argument("which", nargs="?", choices=["tour", "train"], default="tour")
+    de.add_argument("demo_args", nargs=argparse.REMAINDER, help="options of 'demo train'")
+    de.set_defaults(fn=demo)
     pl = sub.add_parser(
         "plot",
         help="overlay training runs (loss and metrics per epoch) in one PNG",
