@@ -55,11 +55,18 @@ def plot_histories(runs: dict[str, list[dict[str, Any]]], path: str | os.PathLik
     for ax, name in zip(axes[0], names, strict=True):
         for i, (label, history) in enumerate(runs.items()):
             colour = colours[i % len(colours)]
-            for key, style, suffix in ((name, "-", ""), ("val_" + name, "--", " (val)")):
+            # one unnamed run (Trainer.plot): "train" and "validation"; else the run's name
+            kinds = (
+                (("", "train"), ("val_", "validation"))
+                if not label
+                else (("", label), ("val_", label + " (val)"))
+            )
+            for (prefix, legend), style in zip(kinds, ("-", "--"), strict=True):
+                key = prefix + name
                 pts = [(r.get("epoch", j + 1), r[key]) for j, r in enumerate(history) if key in r]
                 if pts:
                     xs, ys = zip(*pts, strict=True)
-                    ax.plot(xs, ys, style, color=colour, marker="o", ms=3, label=label + suffix)
+                    ax.plot(xs, ys, style, color=colour, marker="o", ms=3, label=legend)
         ax.set_xlabel("epoch")
         ax.set_title(name)
         ax.grid(alpha=0.3)

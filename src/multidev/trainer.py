@@ -452,7 +452,7 @@ class Trainer:
 
         if path is None:
             path = (self.log_dir or Path(".")) / "training.png"
-        return plot_histories({"run": self.history}, path)
+        return plot_histories({"": self.history}, path)
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, path: str | os.PathLike[str]) -> None:
