@@ -251,11 +251,11 @@ class _StopAt:
             trainer.should_stop = True
 
 
-def _resumable(tmp_path, epochs=3, stop=None, resume=None, name="c{step}.ckpt"):
+def _resumable(tmp_path, epochs=3, stop=None, resume=None, name="c{step}.ckpt", every=4):
     """A run with dropout, Adam, a per-step schedule and checkpoints every 4 steps."""
     net = _net(dropout=0.3)
     cbs = [
-        md.callbacks.ModelCheckpoint(tmp_path / name, every_n_steps=4, every_n_epochs=1),
+        md.callbacks.ModelCheckpoint(tmp_path / name, every_n_steps=every, every_n_epochs=1),
         md.callbacks.LearningRateScheduler(
             lambda opt: md.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.7), "step"
         ),
@@ -287,6 +287,21 @@ def test_resume_continues_exactly(tmp_path):
             strict=True,
         ):
             np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_autograd
+def test_resume_from_a_step_checkpoint_at_an_epochs_last_batch(tmp_path):
+    """Step 11 is epoch 1's last batch: that checkpoint is saved before the epoch's end; the
+    resumed run does that epoch end, then epoch 2, as the uninterrupted run."""
+    name = "s{step}-e{epoch}.ckpt"
+    full, _ = _resumable(tmp_path / "full", epochs=2, name=name, every=11)
+    resumed, tr = _resumable(
+        tmp_path / "again", epochs=2, name=name, every=11, resume=tmp_path / "full" / "s11-e0.ckpt"
+    )
+    assert tr.global_step == 22 and len(resumed) == 2
+    for a, b in zip(resumed, full, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-6)
+        assert a["lr"] == pytest.approx(b["lr"], rel=1e-12)
 
 
 def test_resume_rejects_other_files(tmp_path):

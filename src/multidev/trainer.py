@@ -340,17 +340,21 @@ class Trainer:
                 self.batch_idx = 0
                 self._reset_metrics()
                 self._hook("on_epoch_start")
-            skip = (
-                self.batch_idx
-                if resumed_mid_epoch and not isinstance(train_data, DataLoader)
-                else 0
+            skip = 0
+            if resumed_mid_epoch and not isinstance(train_data, DataLoader):
+                skip = self.batch_idx  # a plain iterable restarts: skip what was done
+            # saved after the epoch's last batch, before its end: only the epoch end is left
+            done = (
+                resumed_mid_epoch
+                and hasattr(train_data, "__len__")
+                and self.batch_idx >= len(train_data)  # type: ignore[arg-type]
             )
             resumed_mid_epoch = False
             started = time.perf_counter()
             model.train()
             bar = self._bar(train_data, bar_ok)
             try:
-                for i, batch in enumerate(train_data):
+                for i, batch in enumerate(() if done else train_data):
                     if i < skip:
                         continue
                     batch = self._place(batch)
