@@ -246,7 +246,8 @@ def resume(session: nox.Session) -> None:
     """A training run stopped on one backend resumes on any other with the same losses.
 
     The checkpoints each tests-<backend> session wrote (after epoch 2, and 5 batches into
-    epoch 3) continue on every other autograd backend; fails unless the 12 ordered pairs'
+    epoch 3, of the hand-written loop; at steps 24 and 29 of the same run through md.Trainer)
+    continue on every other autograd backend; fails unless the 12 ordered pairs'
     per-epoch losses match the uninterrupted runs within 1e-5 relative, and the seeded
     DataLoader batches are identical on all five backends, with and without workers.
     """
