@@ -511,6 +511,33 @@ def cnn_training(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(name="train-digits")
+def train_digits(session: nox.Session) -> None:
+    """``examples/train_digits.py`` (md.Trainer, a LeNet-style CNN on scikit-learn's digits)
+    gives the same per-epoch losses on every autograd backend in float64 (within 1e-4
+    relative) and at least 97% test accuracy in float64 and float32; prints each backend's
+    seconds per epoch (``multidev.testing.digits_compare``). Not in the default set: about a
+    minute per backend on two CPU cores. Needs scikit-learn in each tests-<backend>
+    environment (the interop extra has it; MXNet's gets its pinned version here)."""
+    directory = SHARED / "train-digits"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    session.run(
+        str(_venv_python("mxnet")), "-m", "pip", "install", "scikit-learn",
+        "-c", str(ROOT / "constraints" / "mxnet.txt"), external=True,
+    )  # fmt: skip
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.testing.digits_compare", "run",
+            "--out", str(directory / f"{b}.json"), *session.posargs,
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    files = [str(directory / f"{b}.json") for b in AUTOGRAD]
+    session.run(
+        str(_venv_python("numpy")), "-m", "multidev.testing.digits_compare", "check", *files,
+        external=True,
+    )  # fmt: skip
+
+
 @nox.session(name="array-api")
 @nox.parametrize("backend", BACKENDS)
 def array_api(session: nox.Session, backend: str) -> None:

@@ -159,7 +159,7 @@ class FashionMNIST(MNIST):
 class Digits(TensorDataset):
     """scikit-learn's bundled handwritten digits (1,797 images of 8x8, ten classes; no
     download): images ``(1, 8, 8)`` float32 in [0, 1] (the 0-16 grey levels / 16), labels
-    int64. The split is fixed: the samples in the order of
+    int64 (``dtype="float64"`` for float64 images). The split is fixed: the samples in the order of
     ``numpy.random.default_rng(0).permutation(1797)`` (``SPLIT_SEED``), the first 1,500 of them
     ``train=True``, the other 297 ``train=False``. (The file's own order puts the last writers'
     digits in the test part only, a harder and less representative test.) Needs scikit-learn
@@ -169,10 +169,12 @@ class Digits(TensorDataset):
     SPLIT_SEED: ClassVar[int] = 0
     classes: ClassVar[list[str]] = [str(i) for i in range(10)]
 
-    def __init__(self, train: bool = True) -> None:
+    def __init__(self, train: bool = True, dtype: str = "float32") -> None:
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"Expected dtype 'float32' or 'float64'. Received: {dtype!r}")
         datasets = require("sklearn.datasets", "md.data.datasets.Digits")
         bunch = datasets.load_digits()
-        images = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16))[:, None]
+        images = (np.asarray(bunch.images, dtype=dtype) / 16)[:, None]
         labels = np.asarray(bunch.target, dtype=np.int64)
         order = np.random.default_rng(self.SPLIT_SEED).permutation(len(labels))
         part = order[: self.TRAIN_SIZE] if train else order[self.TRAIN_SIZE :]

@@ -38,15 +38,19 @@ def train(
     epochs: int = EPOCHS,
     log_dir: str | Path | None = None,
     progress: bool = True,
+    dtype: str = "float32",
     **trainer_args: Any,
 ) -> dict[str, Any]:
-    """Train from ``seed``; returns ``{"history": per-epoch logs, "test": evaluate's dict,
-    "trainer": the Trainer}``."""
+    """Train from ``seed`` (in ``dtype``: "float32" or "float64"); returns ``{"history":
+    per-epoch logs, "test": evaluate's dict, "trainer": the Trainer}``."""
     md.manual_seed(seed)
-    train_set, test_set = md.data.datasets.Digits(train=True), md.data.datasets.Digits(train=False)
+    train_set = md.data.datasets.Digits(train=True, dtype=dtype)
+    test_set = md.data.datasets.Digits(train=False, dtype=dtype)
     loader = md.data.DataLoader(train_set, BATCH_SIZE, shuffle=True, generator=seed)
     test_loader = md.data.DataLoader(test_set, 100)
     net = lenet()
+    if dtype == "float64":
+        net.to(md.float64)
     trainer = md.Trainer(
         epochs,
         progress=progress,
