@@ -25,10 +25,10 @@ ROOT = Path(__file__).parent
 BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
 AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
-    "numpy": "test,interop,interchange",
-    "torch": "torch,test,interop,interchange",
-    "tensorflow": "tensorflow,test,interop,interchange",
-    "paddle": "paddle,test,interop,interchange",
+    "numpy": "test,interop,interchange,train",
+    "torch": "torch,test,interop,interchange,onnx-torch,train,tensorboard",
+    "tensorflow": "tensorflow,test,interop,interchange,onnx-tensorflow,train",
+    "paddle": "paddle,test,interop,interchange,onnx-paddle,train",
     "mxnet": "mxnet,test,interchange",
 }
 SHARED = ROOT / ".nox" / "_shared"
@@ -246,7 +246,8 @@ def resume(session: nox.Session) -> None:
     """A training run stopped on one backend resumes on any other with the same losses.
 
     The checkpoints each tests-<backend> session wrote (after epoch 2, and 5 batches into
-    epoch 3) continue on every other autograd backend; fails unless the 12 ordered pairs'
+    epoch 3, of the hand-written loop; at steps 24 and 29 of the same run through md.Trainer)
+    continue on every other autograd backend; fails unless the 12 ordered pairs'
     per-epoch losses match the uninterrupted runs within 1e-5 relative, and the seeded
     DataLoader batches are identical on all five backends, with and without workers.
     """
@@ -526,6 +527,33 @@ def cnn_training(session: nox.Session) -> None:
     files = [str(directory / f"{b}.json") for b in AUTOGRAD]
     session.run(
         str(_venv_python("torch")), "-m", "multidev.testing.cnn_compare", "check", *files,
+        external=True,
+    )  # fmt: skip
+
+
+@nox.session(name="train-digits")
+def train_digits(session: nox.Session) -> None:
+    """``examples/train_digits.py`` (md.Trainer, a LeNet-style CNN on scikit-learn's digits)
+    gives the same per-epoch losses on every autograd backend in float64 (within 1e-4
+    relative) and at least 97% test accuracy in float64 and float32; prints each backend's
+    seconds per epoch (``multidev.testing.digits_compare``). Not in the default set: about a
+    minute per backend on two CPU cores. Needs scikit-learn in each tests-<backend>
+    environment (the interop extra has it; MXNet's gets its pinned version here)."""
+    directory = SHARED / "train-digits"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    session.run(
+        str(_venv_python("mxnet")), "-m", "pip", "install", "scikit-learn",
+        "-c", str(ROOT / "constraints" / "mxnet.txt"), external=True,
+    )  # fmt: skip
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.testing.digits_compare", "run",
+            "--out", str(directory / f"{b}.json"), *session.posargs,
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    files = [str(directory / f"{b}.json") for b in AUTOGRAD]
+    session.run(
+        str(_venv_python("numpy")), "-m", "multidev.testing.digits_compare", "check", *files,
         external=True,
     )  # fmt: skip
 

@@ -24,11 +24,13 @@ def _folder(tmp_path, resumed_b=LOSSES, digest_b="d"):
                 "backend": b,
                 "loader": {"seed": "d" if b == "a" else digest_b},
                 "losses": LOSSES,
+                "trainer_losses": LOSSES,
             },
         )
-    runs = [{"from": "b", "kind": k, "losses": LOSSES} for k in resume_compare.POSITIONS]
+    kinds = [*resume_compare.POSITIONS, *resume_compare.TRAINER_POSITIONS]
+    runs = [{"from": "b", "kind": k, "losses": LOSSES} for k in kinds]
     _write(tmp_path, "resumed-a.json", {"backend": "a", "runs": runs})
-    runs = [{"from": "a", "kind": k, "losses": resumed_b} for k in resume_compare.POSITIONS]
+    runs = [{"from": "a", "kind": k, "losses": resumed_b} for k in kinds]
     _write(tmp_path, "resumed-b.json", {"backend": "b", "runs": runs})
     return tmp_path
 
@@ -36,13 +38,13 @@ def _folder(tmp_path, resumed_b=LOSSES, digest_b="d"):
 def test_agreeing_runs_pass(tmp_path):
     problems, lines = resume_compare.check(_folder(tmp_path), ["a", "b"], ["a", "b"])
     assert problems == []
-    assert sum("ok" in line for line in lines) == 4
+    assert sum("ok" in line for line in lines) == 8  # 2 pairs x (2 loop + 2 Trainer) kinds
 
 
 def test_a_drifting_resumed_run_fails(tmp_path):
     drifted = [*LOSSES[:3], LOSSES[3] * (1 + 2e-5)]
     problems, _ = resume_compare.check(_folder(tmp_path, drifted), ["a", "b"], ["a", "b"])
-    assert len(problems) == 2 and all("a -> b" in p for p in problems)
+    assert len(problems) == 4 and all("a -> b" in p for p in problems)
 
 
 def test_missing_pairs_and_different_batches_fail(tmp_path):

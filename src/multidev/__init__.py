@@ -4,7 +4,19 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
-from . import array_api, autograd, compat, cuda, data, distributed, nn, optim, parallel
+from . import (
+    array_api,
+    autograd,
+    callbacks,
+    compat,
+    cuda,
+    data,
+    distributed,
+    metrics,
+    nn,
+    optim,
+    parallel,
+)
 from . import fft as fft  # md.fft: the Array API's FFT extension
 from . import linalg as linalg  # md.linalg: the Array API's linear-algebra extension
 from . import methods as methods  # attaches the operators and methods of Tensor
@@ -109,6 +121,7 @@ from .ops import (
 from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
 from .tensors import Tensor
+from .trainer import Trainer  # md.Trainer, md.callbacks, md.metrics: training experience
 
 # PyTorch's md.tensor(...) and md.device(...) are functions. Bound after every import, so
 # they replace the package attributes of the submodules of those names, which stay
@@ -132,6 +145,7 @@ __all__ = [
     "JitWarning",
     "StateDictError",
     "Tensor",
+    "Trainer",
     "UnsupportedOperationError",
     "abs",
     "add",
@@ -145,6 +159,7 @@ __all__ = [
     "available_backends",
     "bfloat16",
     "bool",
+    "callbacks",
     "cat",
     "clip",
     "complex64",
@@ -191,6 +206,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "metrics",
     "min",
     "minimum",
     "mm",

@@ -1,4 +1,4 @@
-"""``multidev info | conformance | demo | launch``."""
+"""``multidev info | conformance | demo | plot | launch``."""
 
 from __future__ import annotations
 
@@ -96,9 +96,26 @@ def conformance(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    if args.which == "train":
+        from .examples import train_digits
+
+        return train_digits.main(args.demo_args)
     from . import demo as _demo
 
     return _demo.main() or 0
+
+
+def plot(args: argparse.Namespace) -> int:
+    """Overlay the loss and metrics of several run folders (``Trainer(log_dir=...)``)."""
+    from .plotting import plot_runs
+
+    try:
+        path = plot_runs(args.run_dirs, args.out)
+    except (FileNotFoundError, ImportError, ValueError) as e:
+        print(f"multidev plot: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
 
 
 def launch(args: argparse.Namespace) -> int:
@@ -148,7 +165,22 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", default="conformance-report", help="folder for the .md and .json")
     c.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     c.set_defaults(fn=conformance)
-    sub.add_parser("demo", help="the d2l chapter tour on the active backend").set_defaults(fn=demo)
+    de = sub.add_parser(
+        "demo",
+        help="the d2l chapter tour on the active backend ('demo train': md.Trainer on digits)",
+    )
+    de.add_argument("which", nargs="?", choices=["tour", "train"], default="tour")
+    de.add_argument("demo_args", nargs=argparse.REMAINDER, help="options of 'demo train'")
+    de.set_defaults(fn=demo)
+    pl = sub.add_parser(
+        "plot",
+        help="overlay training runs (loss and metrics per epoch) in one PNG",
+        description="Read metrics.jsonl (or metrics.csv) of each RUN_DIR, as Trainer(log_dir=) "
+        "writes them, and draw one panel per quantity with a line per run (the folder's name).",
+    )
+    pl.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders")
+    pl.add_argument("-o", "--out", default="runs.png", help="PNG to write (default runs.png)")
+    pl.set_defaults(fn=plot)
     la = sub.add_parser(
         "launch",
         help="run a script as N worker processes per machine (md.distributed)",

@@ -4,6 +4,7 @@ with PyTorch's names and arguments. Batches are Tensors on the default device (o
 is in its ``state_dict()`` so that a run resumes mid-epoch."""
 
 from ..distributed.sampler import DistributedSampler
+from . import datasets
 from .dataset import Dataset, Subset, TensorDataset, random_split
 from .loader import DataLoader, default_collate
 
@@ -13,6 +14,7 @@ __all__ = [
     "DistributedSampler",
     "Subset",
     "TensorDataset",
+    "datasets",
     "default_collate",
     "random_split",
 ]

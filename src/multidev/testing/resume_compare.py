@@ -6,6 +6,9 @@ checkpoints after epoch 2 and 5 batches into epoch 3, and writes ``DIR/<backend>
 the per-epoch losses and a digest of a seeded ``DataLoader``'s batches (with and without
 worker processes; every backend, NumPy included, writes these).
 
+The same run through ``md.Trainer`` (``trainer_losses``) writes Trainer checkpoints at global
+steps 24 and 29 (``TRAINER_POSITIONS``), compared the same way.
+
 ``… resume DIR --out FILE`` (once per autograd backend B) continues every other backend A's
 checkpoints on B to epoch 4 and records the losses. ``… check DIR --backends … --autograd …``
 fails unless, for every ordered pair (A, B) of the autograd backends and both checkpoints, the
@@ -31,6 +34,9 @@ __all__ = ["check", "loader_digests", "main", "resume", "run"]
 
 #: checkpoint kinds: (epochs completed, batches into the next epoch)
 POSITIONS = {"epoch2": (2, 0), "mid-epoch3": (2, 5)}
+#: md.Trainer checkpoints of the same run (12 batches an epoch), by global step: after the
+#: last batch of epoch 2 (before its end), and 5 batches into epoch 3
+TRAINER_POSITIONS = {"trainer-step24": 24, "trainer-step29": 29}
 
 
 def _quiet(_: str) -> None:
@@ -61,6 +67,44 @@ def loader_digests() -> dict[str, str]:
     return out
 
 
+class _SaveAt:
+    """A Trainer callback writing ``trainer.save_checkpoint`` at the given global steps."""
+
+    def __init__(self, saves: dict[int, Path]) -> None:
+        self.saves = saves
+
+    def on_batch_end(self, trainer: Any) -> None:
+        path = self.saves.get(trainer.global_step)
+        if path is not None:
+            trainer.save_checkpoint(path)
+
+
+def trainer_losses(
+    seed: int, saves: dict[int, Path] | None = None, resume: Path | None = None
+) -> list[float]:
+    """The resume example's run through ``md.Trainer`` (same model, data, Adam, OneCycleLR
+    stepped per batch, gradient clipping): the per-epoch training losses."""
+    import multidev as md
+    from multidev.nn import functional as F
+
+    from ..examples import resume_training as rt
+
+    run = rt.build(seed)
+    callbacks: list[Any] = [md.callbacks.LearningRateScheduler(run["sched"], "step")]
+    if saves:
+        callbacks.append(_SaveAt(saves))
+    trainer = md.Trainer(
+        rt.EPOCHS,
+        callbacks=callbacks,
+        gradient_clip_val=rt.MAX_GRAD_NORM,
+        progress=False,
+        loss=F.cross_entropy,
+        optimizer=run["opt"],
+    )
+    history = trainer.fit(run["net"], run["loader"], resume=resume)
+    return [h["loss"] for h in history]
+
+
 def run(out: Path, seed: int = 0) -> dict[str, Any]:
     """Uninterrupted run and checkpoints of the active backend into ``out``."""
     from ..autograd import autograd_backends
@@ -73,7 +117,10 @@ def run(out: Path, seed: int = 0) -> dict[str, Any]:
         names = {kind: f"{backend}-{kind}.ckpt" for kind in POSITIONS}
         saves = {POSITIONS[kind]: out / name for kind, name in names.items()}
         result["losses"] = resume_training.train(seed, checkpoints=saves, log=_quiet)
-        result["checkpoints"] = names
+        tnames = {kind: f"{backend}-{kind}.ckpt" for kind in TRAINER_POSITIONS}
+        tsaves = {TRAINER_POSITIONS[kind]: out / name for kind, name in tnames.items()}
+        result["trainer_losses"] = trainer_losses(seed, tsaves)
+        result["checkpoints"] = {**names, **tnames}
     (out / f"{backend}.json").write_text(json.dumps(result, indent=2))
     return result
 
@@ -89,7 +136,10 @@ def resume(folder: Path) -> dict[str, Any]:
         if source.get("backend") == me or "checkpoints" not in source:
             continue
         for kind, name in source["checkpoints"].items():
-            losses = resume_training.train(source["seed"], resume=folder / name, log=_quiet)
+            if kind in TRAINER_POSITIONS:
+                losses = trainer_losses(source["seed"], resume=folder / name)
+            else:
+                losses = resume_training.train(source["seed"], resume=folder / name, log=_quiet)
             runs.append({"from": source["backend"], "kind": kind, "losses": losses})
     return {"backend": me, "runs": runs}
 
@@ -135,11 +185,12 @@ def check(
         for origin in autograd:
             if origin == target:
                 continue
-            base = sources.get(origin, {}).get("losses")
-            if base is None:
-                problems.append(f"{origin}: no uninterrupted losses")
-                continue
-            for kind in POSITIONS:
+            for kind in (*POSITIONS, *TRAINER_POSITIONS):
+                key = "trainer_losses" if kind in TRAINER_POSITIONS else "losses"
+                base = sources.get(origin, {}).get(key)
+                if base is None:
+                    problems.append(f"{origin}: no uninterrupted {key}")
+                    continue
                 losses = done.get((origin, kind))
                 if losses is None:
                     problems.append(f"{origin} -> {target} ({kind}): not run")
