@@ -1,4 +1,4 @@
-"""The README's per-backend checkpoint limits and memory bound are the ones the code applies."""
+"""The user guide's (docs/guide/checkpoints.md) per-backend checkpoint limits and memory bound are the ones the code applies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from multidev import _safetensors as st
 from multidev import checkpoint, registry
 from multidev import dtypes as _dt
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).parents[1] / "docs" / "guide" / "checkpoints.md").read_text(encoding="utf-8")
 
 
 def _number(text: str) -> int:
