@@ -10,7 +10,9 @@ from multidev import _safetensors as st
 from multidev import checkpoint, registry
 from multidev import dtypes as _dt
 
-README = (Path(__file__).parents[1] / "docs" / "guide" / "checkpoints.md").read_text(encoding="utf-8")
+README = (Path(__file__).parents[1] / "docs" / "guide" / "checkpoints.md").read_text(
+    encoding="utf-8"
+)
 
 
 def _number(text: str) -> int:

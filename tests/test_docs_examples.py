@@ -1,0 +1,94 @@
+"""The Python examples of README.md and docs/**/*.md run, on the active backend.
+
+Each page's ```python blocks run in order in one namespace (as a reader types them into one
+session), with ``multidev as md``, ``nn`` and ``F`` imported. An HTML comment on the line
+before a block changes that: ``<!-- docs-test: skip (why) -->`` leaves out a fragment that
+cannot run (the reason is required), ``<!-- docs-test: needs autograd -->`` (any capability of
+``multidev.contract.CAPABILITIES``) runs it only where the backend has it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import multidev as md
+from multidev import contract, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = ("api", "benchmarks", "index.md", "changelog.md")
+FENCE = re.compile(r"^```python\s*$")
+MARKER = re.compile(r"<!--\s*docs-test:\s*(skip|needs)\s*(.*?)\s*-->")
+
+
+def _pages() -> list[Path]:
+    docs = ROOT / "docs"
+    pages = [ROOT / "README.md"]
+    for p in sorted(docs.rglob("*.md")):
+        rel = p.relative_to(docs)
+        if rel.parts[0] not in GENERATED:
+            pages.append(p)
+    return pages
+
+
+def blocks(path: Path) -> list[tuple[int, str, tuple[str, str] | None]]:
+    """(line, code, marker) of each ```python block of ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    i = 0
+    while i < len(lines):
+        if FENCE.match(lines[i]):
+            start = i
+            marker = None
+            prev = lines[i - 1] if i else ""
+            if m := MARKER.search(prev):
+                marker = (m.group(1), m.group(2))
+            i += 1
+            code = []
+            while i < len(lines) and not lines[i].startswith("```"):
+                code.append(lines[i])
+                i += 1
+            out.append((start + 1, "\n".join(code), marker))
+        i += 1
+    return out
+
+
+PAGES = _pages()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_examples_run(page: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    caps = contract.CAPABILITIES
+    have = registry.current().capabilities
+    namespace: dict = {}
+    exec(
+        "import multidev as md\nfrom multidev import nn\nfrom multidev.nn import functional as F",
+        namespace,
+    )
+    for line, code, marker in blocks(page):
+        if marker and marker[0] == "skip":
+            assert marker[1], f"{page.name}:{line}: a docs-test skip marker must say why"
+            continue
+        if marker and marker[0] == "needs":
+            assert marker[1] in caps, f"{page.name}:{line}: unknown capability {marker[1]!r}"
+            if marker[1] not in have:
+                continue
+        try:
+            exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
+        except Exception as exc:  # the page and line make the failure findable
+            raise AssertionError(
+                f"The example at {page.relative_to(ROOT)}:{line} failed on backend "
+                f"{md.get_backend()}: {type(exc).__name__}: {exc}"
+            ) from exc
+    if not blocks(page):
+        pytest.skip(f"{page.name} has no Python examples")
+
+
+def test_every_skip_marker_gives_a_reason() -> None:
+    for page in PAGES:
+        for line, _, marker in blocks(page):
+            if marker and marker[0] == "skip":
+                assert len(marker[1]) > 3, f"{page.name}:{line}: say why the block cannot run"
