@@ -29,6 +29,7 @@ PUBLIC_MODULES = (
     "multidev.nn",
     "multidev.nn.functional",
     "multidev.nn.init",
+    "multidev.nn.utils",
     "multidev.optim",
     "multidev.optim.lr_scheduler",
     "multidev.data",
