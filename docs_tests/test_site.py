@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cdp import Browser  # noqa: E402
+from cdp import Browser
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("MULTIDEV_SITE", ROOT / ".nox" / "site"))
