@@ -356,6 +356,8 @@ def docs(session: nox.Session) -> None:
         str(ROOT / "constraints" / "docs.txt"),
         ".[docs,test]",
     )
+    # ruff lays out long signatures in the reference (mkdocstrings' separate_signature)
+    session.install("-c", str(ROOT / "constraints" / "tools.txt"), "ruff")
     session.run("python", "tools/gen_docs.py")
     session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
     session.run(
