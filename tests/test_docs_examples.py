@@ -3,12 +3,15 @@
 Each page's ```python blocks run in order in one namespace (as a reader types them into one
 session), with ``multidev as md``, ``nn`` and ``F`` imported. An HTML comment on the line
 before a block changes that: ``<!-- docs-test: skip (why) -->`` leaves out a fragment that
-cannot run (the reason is required), ``<!-- docs-test: needs autograd -->`` (any capability of
-``multidev.contract.CAPABILITIES``) runs it only where the backend has it.
+cannot run (the reason is required), ``<!-- docs-test: needs autograd, sklearn -->`` runs it only where the
+backend has each capability (``multidev.contract.CAPABILITIES``) and each other name imports as a
+module.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -58,24 +61,39 @@ def blocks(path: Path) -> list[tuple[int, str, tuple[str, str] | None]]:
 PAGES = _pages()
 
 
+def _present(need: str) -> bool:
+    """Whether the active backend has capability ``need``, or else module ``need`` imports."""
+    need = need.strip()
+    if need in contract.CAPABILITIES:
+        return need in registry.current().capabilities
+    return importlib.util.find_spec(need) is not None
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(page: Path, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
-    caps = contract.CAPABILITIES
-    have = registry.current().capabilities
     namespace: dict = {}
     exec(
         "import multidev as md\nfrom multidev import nn\nfrom multidev.nn import functional as F",
         namespace,
     )
+    saved_env = dict(os.environ)  # examples may set variables (SCIPY_ARRAY_API): undone below
+    try:
+        _run_page(page, namespace)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if not blocks(page):
+        pytest.skip(f"{page.name} has no Python examples")
+
+
+def _run_page(page: Path, namespace: dict) -> None:
     for line, code, marker in blocks(page):
         if marker and marker[0] == "skip":
             assert marker[1], f"{page.name}:{line}: a docs-test skip marker must say why"
             continue
-        if marker and marker[0] == "needs":
-            assert marker[1] in caps, f"{page.name}:{line}: unknown capability {marker[1]!r}"
-            if marker[1] not in have:
-                continue
+        if marker and marker[0] == "needs" and not all(map(_present, marker[1].split(","))):
+            continue
         try:
             exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
         except Exception as exc:  # the page and line make the failure findable
@@ -83,8 +101,6 @@ def test_page_examples_run(page: Path, tmp_path, monkeypatch) -> None:
                 f"The example at {page.relative_to(ROOT)}:{line} failed on backend "
                 f"{md.get_backend()}: {type(exc).__name__}: {exc}"
             ) from exc
-    if not blocks(page):
-        pytest.skip(f"{page.name} has no Python examples")
 
 
 def test_every_skip_marker_gives_a_reason() -> None:
