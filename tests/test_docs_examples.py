@@ -108,3 +108,25 @@ def test_every_skip_marker_gives_a_reason() -> None:
         for line, _, marker in blocks(page):
             if marker and marker[0] == "skip":
                 assert len(marker[1]) > 3, f"{page.name}:{line}: say why the block cannot run"
+
+
+NOTEBOOK = {
+    "a date": re.compile(
+        r"\b20\d\d-\d\d-\d\d\b|\b\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+        r"\.? 20\d\d\b|\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{1,2}, 20\d\d\b"
+    ),
+    "a time of day": re.compile(r"\b\d{1,2}:\d\d\s*(UTC|am|pm)\b|\bUTC\b", re.IGNORECASE),
+    "a load average": re.compile(r"load average|\bload \d", re.IGNORECASE),
+    "a commit id": re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_user_docs_carry_no_lab_notebook(page: Path) -> None:
+    """The README and the guide describe the software; when and where something was measured
+    belongs to the benchmark results (benchmarks/results/), not to these pages."""
+    text = page.read_text(encoding="utf-8")
+    found = [f"{what}: {m.group(0)!r}" for what, rx in NOTEBOOK.items() for m in rx.finditer(text)]
+    assert not found, (
+        f"Expected no dates, times, load averages or commit ids in {page.name}: {found}"
+    )
