@@ -3,7 +3,8 @@
 ``nox`` (no arguments) runs the whole suite: the five ``tests-<backend>`` sessions, then the
 cross-backend sessions that compare what those environments produced (conformance matrix,
 checkpoint portability, seeded-parameter hashes, examples, training, resuming a run on
-another backend), all from pinned constraint files.
+another backend), lint, typecheck and the documentation site (``docs``), all from pinned
+constraint files. ``build`` (the release: sdist, wheel, a clean install) runs when named.
 The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
 
 A cross-backend session compares only fresh artifacts (``multidev.testing.freshness``): each
