@@ -73,3 +73,33 @@ def test_the_site_navigation_lists_every_reference_page() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     missing = [m for m in gen.PUBLIC_MODULES if f"api/{m}.md" not in nav]
     assert not missing, f"Expected mkdocs.yml's nav to list api pages for {missing}"
+
+
+def test_benchmark_pages_show_every_result_and_its_conditions() -> None:
+    """Each row of benchmarks/results/*.json appears in the generated pages, and each run's
+    recorded conditions (machine, framework version, threads, …) appear once, as data."""
+    import json
+
+    ops, compiled, ddp = gen.ops_page(), gen.compile_page(), gen.ddp_page()
+    results = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    assert results, "Expected benchmark results under benchmarks/results/"
+    for path in results:
+        run = json.loads(path.read_text())
+        if path.stem.startswith("compile_"):
+            for row in run["rows"]:
+                if "side" in row:
+                    assert f"| {row['case']} | {row['side']} |" in compiled, (path.name, row)
+                else:  # the case's own conditions (when it ran, the load)
+                    assert any(
+                        x.startswith(f"| {row['case']} |") and row["started"] in x
+                        for x in compiled.splitlines()
+                    ), (path.name, row)
+            assert f"| threads | {run['meta']['threads']} |" in compiled
+        elif path.stem.startswith("ddp_"):
+            for model in run["models"]:
+                assert f"## {run['backend']}: {model}" in ddp, (path.name, model)
+        else:
+            for row in run["results"]:
+                assert f"| {row['case']} | {row['vs']} |" in ops, (path.name, row["case"])
+            assert f"| machine | {run['machine']} |" in ops
+            assert ops.count(f"| framework_version | {run['framework_version']} |") >= 1

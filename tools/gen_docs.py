@@ -124,7 +124,7 @@ def _conditions(fields: dict) -> list[str]:
             continue
         if isinstance(value, float):
             value = f"{value:.3g}"
-        rows.append(f"| {key} | {html.escape(str(value))} |")
+        rows.append(f"| {key} | {html.escape(str(value), quote=False)} |")
     return rows
 
 
@@ -173,9 +173,21 @@ def compile_page() -> str:
         meta = run.get("meta", {})
         lines += [f"## {meta.get('backend', stem)}", "", "Conditions of this run:", ""]
         lines += [*_conditions(meta), ""]
+        per_case = [r for r in run.get("rows", []) if "side" not in r]
+        if per_case:  # when each case ran, and the machine's load then: conditions, as data
+            keys = [k for k in per_case[0] if k != "case"]
+            lines += ["| case | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+            for r in per_case:
+                cells = [
+                    html.escape(str(r.get(k, "")), quote=False).replace("\n", " ") for k in keys
+                ]
+                lines.append(f"| {r.get('case', '')} | " + " | ".join(cells) + " |")
+            lines.append("")
         lines += ["| case | side | µs per step | CPU µs per step |", "|---|---|---|---|"]
         bars = []
         for r in run.get("rows", []):
+            if "side" not in r:
+                continue
             us = r.get("us_per_step")
             cpu = r.get("cpu_us_per_step")
             lines.append(
