@@ -3,7 +3,8 @@
 ``nox`` (no arguments) runs the whole suite: the five ``tests-<backend>`` sessions, then the
 cross-backend sessions that compare what those environments produced (conformance matrix,
 checkpoint portability, seeded-parameter hashes, examples, training, resuming a run on
-another backend), all from pinned constraint files.
+another backend), lint, typecheck and the documentation site (``docs``), all from pinned
+constraint files. ``build`` (the release: sdist, wheel, a clean install) runs when named.
 The ``bench-<backend>`` sessions (benchmarks/, not part of the suite) run only when named.
 
 A cross-backend session compares only fresh artifacts (``multidev.testing.freshness``): each
@@ -61,6 +62,7 @@ nox.options.sessions = [
     "torch-checkpoints",
     "lint",
     "typecheck",
+    "docs",
 ]
 
 
@@ -341,6 +343,87 @@ def lint(session: nox.Session) -> None:
     session.install("-c", "constraints/tools.txt", "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built in strict mode (a broken link, a missing reference or any
+    warning fails), into .nox/site; then docs_tests/ serves it on 127.0.0.1 and opens the home
+    page, md.optim.Adam's reference and a search in headless Chromium (Debian's ``chromium``),
+    writing a screenshot of each under .nox/docs-screenshots/."""
+    session.install(
+        "-c",
+        str(ROOT / "constraints" / "numpy.txt"),
+        "-c",
+        str(ROOT / "constraints" / "docs.txt"),
+        ".[docs,test]",
+    )
+    # ruff lays out long signatures in the reference (mkdocstrings' separate_signature)
+    session.install("-c", str(ROOT / "constraints" / "tools.txt"), "ruff")
+    session.run("python", "tools/gen_docs.py")
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "docs_tests",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        env={
+            "MULTIDEV_SITE": str(ROOT / ".nox" / "site"),
+            "MULTIDEV_SCREENSHOTS": str(ROOT / ".nox" / "docs-screenshots"),
+        },
+    )
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """The release: sdist and wheel (the C accelerator built where a compiler is present),
+    ``twine check``, then the wheel installed into a clean environment that runs
+    ``multidev info``, ``multidev demo`` and the conformance suite on NumPy."""
+    dist = ROOT / "dist"
+    session.install("-c", str(ROOT / "constraints" / "docs.txt"), "build", "twine")
+    for old in dist.glob("multidev-*"):
+        old.unlink()
+    session.run("python", "-m", "build", "--outdir", str(dist), str(ROOT))
+    built = sorted(dist.glob("multidev-*"))
+    session.run("twine", "check", "--strict", *map(str, built))
+    wheel = next(p for p in built if p.suffix == ".whl")
+    clean = ROOT / ".nox" / "_release-venv"
+    session.run("python", "-m", "venv", "--clear", str(clean))
+    py = str(clean / "bin" / "python")
+    session.run(
+        py,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "-c",
+        str(ROOT / "constraints" / "numpy.txt"),
+        f"{wheel}[test]",
+        external=True,
+    )
+    cli = str(clean / "bin" / "multidev")
+    env = {"MULTIDEV_BACKEND": "numpy"}
+    # from a folder without the sources, so the installed wheel is what runs
+    with session.chdir(session.create_tmp()):
+        session.run(cli, "info", env=env, external=True)
+        session.run(cli, "demo", env=env, external=True)
+        session.run(
+            py,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "multidev.testing",
+            "-p",
+            "multidev.testing.plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            env=env,
+            external=True,
+        )
 
 
 @nox.session(name="training-sequence")

@@ -92,7 +92,7 @@ def test_a_child_forked_after_counting_gpus_works():
     assert result["child"] == 0
 
 
-#: backends whose framework initialises CUDA before multidev counts (stated in the README)
+#: backends whose framework initialises CUDA before multidev counts (stated in docs/guide/devices.md)
 _CUDA_BEFORE_COUNTING = {
     "paddle": "a CUDA build of Paddle initialises CUDA when it is imported",
     "tensorflow": "building the TensorFlow backend starts TensorFlow's runtime, and CUDA with it",

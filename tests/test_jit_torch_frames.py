@@ -1,6 +1,6 @@
 """What ``md.jit`` hands ``torch.compile``: one graph per training step, one cache per function.
 
-A step that returns its loss as it is (not ``loss.detach()``, the d2l and README way) made
+A step that returns its loss as it is (not ``loss.detach()``, the d2l and user-guide way) made
 Dynamo give up on the whole step: the loss's recording was consumed by ``backward()``, so the
 compiled function could not return it, and the step ran eagerly with each of multidev's inner
 functions compiled on its own (about 75 frames, 3-5x slower than ``torch.compile`` of the

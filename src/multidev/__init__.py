@@ -129,7 +129,7 @@ from .trainer import Trainer  # md.Trainer, md.callbacks, md.metrics: training e
 tensor = compat.tensor
 device = compat.device
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is set (pyproject reads it)
 
 __all__ = [
     "AutogradError",

@@ -451,22 +451,27 @@ def _same(x1: Any, x2: Any) -> Tensor:
 
 
 def not_equal(x1: Any, x2: Any, /) -> Tensor:
+    """Elementwise ``x1 != x2`` as a bool tensor."""
     return _same(x1, x2) != x2
 
 
 def less_equal(x1: Any, x2: Any, /) -> Tensor:
+    """Elementwise ``x1 <= x2`` as a bool tensor."""
     return _same(x1, x2) <= x2
 
 
 def greater_equal(x1: Any, x2: Any, /) -> Tensor:
+    """Elementwise ``x1 >= x2`` as a bool tensor."""
     return _same(x1, x2) >= x2
 
 
 def floor_divide(x1: Any, x2: Any, /) -> Tensor:
+    """Elementwise floor division ``x1 // x2`` (Python's rounding towards negative infinity)."""
     return _same(x1, x2) // x2
 
 
 def remainder(x1: Any, x2: Any, /) -> Tensor:
+    """Elementwise remainder of ``x1 // x2``, with the sign of ``x2`` (Python's ``%``)."""
     return _same(x1, x2) % x2
 
 

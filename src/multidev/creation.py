@@ -208,6 +208,7 @@ def full_like(
     *,
     requires_grad: bool = False,
 ) -> Tensor:
+    """A tensor of ``x``'s shape filled with ``fill_value`` (dtype and device default to ``x``'s)."""
     return full(
         x.shape,
         fill_value,
@@ -220,12 +221,14 @@ def full_like(
 def zeros_like(
     x: Tensor, dtype: Any = None, device: Any = None, *, requires_grad: bool = False
 ) -> Tensor:
+    """A tensor of zeros of ``x``'s shape (dtype and device default to ``x``'s)."""
     return full_like(x, 0, dtype, device, requires_grad=requires_grad)
 
 
 def ones_like(
     x: Tensor, dtype: Any = None, device: Any = None, *, requires_grad: bool = False
 ) -> Tensor:
+    """A tensor of ones of ``x``'s shape (dtype and device default to ``x``'s)."""
     return full_like(x, 1, dtype, device, requires_grad=requires_grad)
 
 
@@ -270,6 +273,7 @@ def eye(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    """A 2-d tensor with ones on the ``k``-th diagonal and zeros elsewhere (``n_rows`` by ``n_cols``)."""
     dt = _dt.float32 if dtype is None else _dt.as_dtype(dtype)
     bk = registry.current()
     dev = device_for(bk, device)

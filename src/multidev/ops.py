@@ -113,38 +113,47 @@ def _lhs(x: Any, y: Any) -> Tensor:
 
 
 def add(x, y) -> Tensor:
+    """Elementwise ``x + y`` with NumPy's broadcasting and type promotion."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) + y
 
 
 def subtract(x, y) -> Tensor:
+    """Elementwise ``x - y`` with NumPy's broadcasting and type promotion."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) - y
 
 
 def multiply(x, y) -> Tensor:
+    """Elementwise ``x * y`` with NumPy's broadcasting and type promotion."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) * y
 
 
 def divide(x, y) -> Tensor:
+    """Elementwise true division ``x / y``; integer operands give a floating result."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) / y
 
 
 def pow(x, y) -> Tensor:
+    """Elementwise ``x ** y`` with NumPy's broadcasting and type promotion."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) ** y
 
 
 def equal(x, y) -> Tensor:
+    """Elementwise ``x == y`` as a bool tensor."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) == y
 
 
 def less(x, y) -> Tensor:
+    """Elementwise ``x < y`` as a bool tensor."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) < y
 
 
 def greater(x, y) -> Tensor:
+    """Elementwise ``x > y`` as a bool tensor."""
     return (x if isinstance(x, Tensor) else _lhs(x, y)) > y
 
 
 def negative(x) -> Tensor:
+    """Elementwise ``-x``."""
     return -as_tensor(x)
 
 
@@ -157,16 +166,19 @@ def abs(x) -> Tensor:
 
 
 def maximum(x, y) -> Tensor:
+    """Elementwise maximum of ``x`` and ``y`` (NaN propagates)."""
     x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "maximum", ARITH)
 
 
 def minimum(x, y) -> Tensor:
+    """Elementwise minimum of ``x`` and ``y`` (NaN propagates)."""
     x = x if isinstance(x, Tensor) else _lhs(x, y)
     return binop(x, y, "minimum", ARITH)
 
 
 def matmul(x, y) -> Tensor:
+    """Matrix product ``x @ y`` (NumPy's rules for 1-d and batched operands)."""
     return as_tensor(x) @ as_tensor(y, x)
 
 
@@ -199,6 +211,7 @@ def floor(x) -> Tensor:
 
 
 def square(x) -> Tensor:
+    """Elementwise ``x * x``."""
     x = as_tensor(x)
     return x * x
 
@@ -280,6 +293,7 @@ def prod(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
 
 
 def mean(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over ``axis`` (all axes when None); floating input only."""
     x = floating(as_tensor(x))
     return wrap(x, call(x, "mean", x._native, _axes(x, axis), keepdims), x._dtype)
 
@@ -298,12 +312,14 @@ def _nonempty(x: Tensor, what: str, axis: Any = None) -> None:
 
 
 def max(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Largest element over ``axis`` (all axes when None); an empty reduction raises ValueError."""
     x = as_tensor(x)
     _nonempty(x, "max", axis)
     return wrap(x, call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def min(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Smallest element over ``axis`` (all axes when None); an empty reduction raises ValueError."""
     x = as_tensor(x)
     _nonempty(x, "min", axis)
     return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)
@@ -359,6 +375,7 @@ def reshape(x, /, shape: Any, *, copy: bool | None = None) -> Tensor:
 
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge the dimensions ``start_dim`` to ``end_dim`` (inclusive) into one, as ``torch.flatten``."""
     x = as_tensor(x)
     shape = x.shape
     if not shape:
@@ -373,6 +390,7 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def permute_dims(x, axes: Sequence[int]) -> Tensor:
+    """Reorder the dimensions: result dimension ``i`` is input dimension ``axes[i]``."""
     x = as_tensor(x)
     axes = tuple(a % builtins.max(x.ndim, 1) for a in axes)
     if sorted(axes) != list(range(x.ndim)):
@@ -410,6 +428,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Tensor:
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
+    """Join tensors of one shape along a new dimension ``axis``."""
     ts, dt = _same_all(arrays)
     natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
     ax = axis % (ts[0].ndim + 1)
@@ -431,6 +450,7 @@ def expand_dims(x, axis: int = 0) -> Tensor:
 
 
 def squeeze(x, axis=None) -> Tensor:
+    """Remove dimensions of size 1 (``axis``: only those; a named dimension not of size 1 raises ValueError)."""
     x = as_tensor(x)
     shape = x.shape
     axes = _axes(x, axis)

@@ -50,11 +50,13 @@ def relu(x) -> Tensor:
 
 
 def sigmoid(x) -> Tensor:
+    """Elementwise logistic function ``1 / (1 + exp(-x))``."""
     x = _floating(_tensor(x))
     return _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
 
 
 def tanh(x) -> Tensor:
+    """Elementwise hyperbolic tangent."""
     x = _floating(_tensor(x))
     return _wrap(x, _call(x, "tanh", x._native), x._dtype)
 

@@ -1,4 +1,4 @@
-"""The README's per-backend checkpoint limits and memory bound are the ones the code applies."""
+"""The user guide's (docs/guide/checkpoints.md) per-backend checkpoint limits and memory bound are the ones the code applies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from multidev import _safetensors as st
 from multidev import checkpoint, registry
 from multidev import dtypes as _dt
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+GUIDE = (Path(__file__).parents[1] / "docs" / "guide" / "checkpoints.md").read_text(
+    encoding="utf-8"
+)
 
 
 def _number(text: str) -> int:
@@ -21,12 +23,14 @@ def _number(text: str) -> int:
 
 
 def _row(backend: str) -> list[str]:
-    section = README[README.index("**Per-backend limits.**") :]
+    section = GUIDE[GUIDE.index("**Per-backend limits.**") :]
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if cells[0] == backend:
             return cells
-    raise AssertionError(f"Expected a row for {backend} in the README's per-backend limits")
+    raise AssertionError(
+        f"Expected a row for {backend} in the user guide's per-backend limits (docs/guide/checkpoints.md)"
+    )
 
 
 def test_the_readme_states_this_backends_limits():
@@ -42,9 +46,9 @@ def test_the_readme_states_this_backends_limits():
 
 
 def test_the_readme_states_the_memory_bound():
-    text = " ".join(README[README.index("**Bounded memory.**") :].split())
+    text = " ".join(GUIDE[GUIDE.index("**Bounded memory.**") :].split())
     assert f"{st.HEADER_ALLOWANCE >> 20} MiB plus {st.HEADER_PER_DATA_BYTE} bytes per byte" in text
     assert f"{st.ENTRY_COST // 1024} KiB per tensor entry" in text
     assert f"{st._TEXT_COST} bytes per byte of text, {st._ITEM_COST} bytes per JSON value" in text
     assert f"{checkpoint.MAX_DEPTH} levels" in text
-    assert md.CheckpointError.__name__ in README
+    assert md.CheckpointError.__name__ in GUIDE
