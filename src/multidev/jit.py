@@ -118,6 +118,55 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
     return list(blocks.values()), list(opts.values())
 
 
+#: the Python values a trace bakes in as constants, tracked between calls by value
+_SCALARS = (bool, int, float, complex, str, type(None))
+
+
+def _scalar(v: Any) -> bool:
+    t = type(v)
+    return t in _SCALARS or (t is tuple and all(type(x) in _SCALARS for x in v))
+
+
+def python_values(fn: Any) -> tuple:
+    """The plain Python values (numbers, strings, flags and tuples of them) ``fn`` reads from
+    its default values, its closure and the globals it names, and those in the lists, tuples
+    and dicts there: a trace bakes them in, so they are part of the cache key."""
+    found: list = []
+
+    def visit(obj: Any) -> bool:
+        if _scalar(obj):
+            found.append(obj)
+            return True
+        return False
+
+    for obj in _around(fn):
+        _walk(obj, visit)
+    return tuple(found)
+
+
+def state_key(blocks: list, params: list, opts: list, fn: Any) -> tuple:
+    """What a compiled function reads besides its tensors, compared at each call: the
+    identities of the blocks, of the parameters and their framework variables and of the
+    optimisers; each block's plain Python attributes (``training``, ``p``, ``eps``, a
+    replaced sub-block's settings); each optimiser's hyperparameters by value; the plain
+    Python values ``fn`` reads (``python_values``). A change retraces."""
+    return (
+        tuple((id(m), tuple((k, v) for k, v in m.__dict__.items() if _scalar(v))) for m in blocks),
+        tuple((id(p), id(getattr(p, "_var", None))) for p in params),
+        tuple(
+            (
+                id(opt),
+                tuple(
+                    tuple((k, v) for k, v in g.items() if k != "params" and _scalar(v))
+                    for g in opt.param_groups
+                ),
+            )
+            for opt in opts
+        ),
+        python_values(fn),
+    )
+
+
 def captured(fn: Any) -> list[Tensor]:
     """The Tensors (Parameters aside) ``fn`` reaches without taking them as arguments: in its
     default values, its closure and the globals it names (a constant mask, class weights, a
@@ -301,7 +350,7 @@ class Jitted:
         key = (
             id(bk),
             hashable(spec),
-            tuple(m.training for m in blocks),
+            state_key(blocks, params, opts, self.fn),
             tuple(g is None for g in grads),
             state_spec,
             tuple((id(m), name, b._dtype) for m, name, b in buffers),
