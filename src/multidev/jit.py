@@ -42,10 +42,11 @@ from . import registry
 from .autograd import keep_last_recording
 from .device import as_device
 from .distributed.group import DistributedError
+from .dtypes import float64
 from .errors import JitWarning
 from .optim import Optimizer
 from .tensors import Tensor
-from .tracing import Untraceable, inside, last_reason, tracing, untraceable
+from .tracing import TracedScalar, Untraceable, inside, last_reason, tracing, untraceable
 
 if TYPE_CHECKING:
     from .nn.module import Block
@@ -144,12 +145,13 @@ def python_values(fn: Any) -> tuple:
     return tuple(found)
 
 
-def state_key(blocks: list, params: list, opts: list, fn: Any) -> tuple:
+def state_key(blocks: list, params: list, opts: list, fn: Any, fed: tuple = ()) -> tuple:
     """What a compiled function reads besides its tensors, compared at each call: the
     identities of the blocks, of the parameters and their framework variables and of the
     optimisers; each block's plain Python attributes (``training``, ``p``, ``eps``, a
-    replaced sub-block's settings); each optimiser's hyperparameters by value; the plain
-    Python values ``fn`` reads (``python_values``). A change retraces."""
+    replaced sub-block's settings); each optimiser's hyperparameters by value (but ``lr`` of
+    the optimisers in ``fed``, an input of the compiled function); the plain Python values
+    ``fn`` reads (``python_values``). A change retraces."""
     return (
         tuple((id(m), tuple((k, v) for k, v in m.__dict__.items() if _scalar(v))) for m in blocks),
         tuple((id(p), id(getattr(p, "_var", None))) for p in params),
@@ -157,7 +159,11 @@ def state_key(blocks: list, params: list, opts: list, fn: Any) -> tuple:
             (
                 id(opt),
                 tuple(
-                    tuple((k, v) for k, v in g.items() if k != "params" and _scalar(v))
+                    tuple(
+                        (k, v)
+                        for k, v in g.items()
+                        if k != "params" and _scalar(v) and not (k == "lr" and opt in fed)
+                    )
                     for g in opt.param_groups
                 ),
             )
@@ -249,6 +255,7 @@ class Jitted:
             raise TypeError(f"Expected a function to compile. Received: {type(fn).__name__}")
         self.fn = fn
         self._cache: dict[Any, Any] = {}
+        self._scalars: dict[tuple, Any] = {}
         self._warned = False
         functools.update_wrapper(self, fn)
 
@@ -256,6 +263,17 @@ class Jitted:
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
+
+    def _scalar_input(self, bk: Any, value: float, dev: Any) -> Any:
+        """A 0-d float64 tensor of ``value`` on ``dev`` (a learning rate passed to a trace),
+        kept for the next calls: a schedule changes it at most once a step."""
+        key = (id(bk), value, dev)
+        native = self._scalars.get(key)
+        if native is None:
+            if len(self._scalars) > 64:
+                self._scalars.clear()
+            native = self._scalars[key] = bk.full((), value, float64, dev)
+        return native
 
     def _warn(self, why: str) -> None:
         if not self._warned:
@@ -347,10 +365,17 @@ class Jitted:
         state_spec, state_vals = _opt_state(opts)
         buffers = _buffers(blocks)
         held = captured(self.fn)
+        fed = tuple(opt for opt in opts if opt._lr_is_step_size())
+        lrs = [
+            (opt, i, float(g["lr"]), g["params"][0]._dev)
+            for opt in fed
+            for i, g in enumerate(opt.param_groups)
+            if g["params"]
+        ]
         key = (
             id(bk),
             hashable(spec),
-            state_key(blocks, params, opts, self.fn),
+            state_key(blocks, params, opts, self.fn, fed),
             tuple(g is None for g in grads),
             state_spec,
             tuple((id(m), name, b._dtype) for m, name, b in buffers),
@@ -361,8 +386,9 @@ class Jitted:
             return self.fn(*args, **kwargs)
         if entry is None:
             slots = [(m, name) for m, name, _ in buffers]
+            lr_slots = [(opt, i, dev) for opt, i, _, dev in lrs]
             entry = self._cache[key] = self._trace(
-                bk, compile_, spec, params, opts, state_spec, slots, held
+                bk, compile_, spec, params, opts, state_spec, slots, held, lr_slots
             )
         compiled, holder = entry
         natives = [t._native for t in leaves]
@@ -372,6 +398,7 @@ class Jitted:
             *(v._native for v in state_vals),
             *(b._native for _, _, b in buffers),
             *(t._native for t in held),
+            *(self._scalar_input(bk, lr, dev) for _, _, lr, dev in lrs),
         ]
         traced_before = holder["traces"]
         snapshot = _snapshot(params, opts, bk)
@@ -424,9 +451,10 @@ class Jitted:
         state_spec: Any,
         slots: list[tuple[Any, str]],
         held: list[Tensor],
+        lr_slots: list[tuple[Any, int, Any]],
     ) -> tuple[Any, dict]:
         """``fn`` as the compiler's function of (inputs, gradients, optimiser state, buffers,
-        captured tensors) returning (outputs, gradients, optimiser state, buffers, the
+        captured tensors, learning rates: ``lr_slots`` (optimiser, group, device)) returning (outputs, gradients, optimiser state, buffers, the
         captured tensors it wrote): the Python objects hold traced values only while it
         traces, and their own values again after."""
         holder: dict[str, Any] = {"traces": 0}
@@ -456,8 +484,13 @@ class Jitted:
             buffers_in = rest[k + n_state : k + n_state + len(slots)]
             for (m, name), b, n in zip(slots, kept, buffers_in, strict=True):
                 m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
-            held_in = rest[k + n_state + len(slots) :]
+            held_in = rest[k + n_state + len(slots) : k + n_state + len(slots) + len(held)]
+            lrs_in = rest[k + n_state + len(slots) + len(held) :]
             own = [t._native for t in held]
+            groups = [opt.param_groups[i] for opt, i, _ in lr_slots]
+            own_lrs = [g["lr"] for g in groups]
+            for g, (_, _, dev), n in zip(groups, lr_slots, lrs_in, strict=True):
+                g["lr"] = TracedScalar(g["lr"], n, bk, dev)
             for t, n in zip(held, held_in, strict=True):
                 t._native = n
             try:
@@ -477,6 +510,8 @@ class Jitted:
                     m._buffers[name] = b
                 for t, n in zip(held, own, strict=True):
                     t._native = n
+                for g, lr in zip(groups, own_lrs, strict=True):
+                    g["lr"] = lr
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
             holder["out"] = flatten(out, out_leaves)

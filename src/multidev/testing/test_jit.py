@@ -14,6 +14,7 @@ session ``jit_inductor`` runs them with the full ``inductor`` compiler.
 from __future__ import annotations
 
 import os
+import types
 import warnings
 
 import numpy as np
@@ -478,3 +479,37 @@ def test_state_changed_between_calls(bk, change, training):
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5, err_msg=f"call {i}")
         for k, v in want_values.items():
             np.testing.assert_allclose(values[k], v, rtol=1e-4, atol=1e-5, err_msg=f"call {i}: {k}")
+
+
+@pytest.mark.requires("autograd")
+def test_schedule_changes_lr_without_retrace(bk):
+    """A learning rate that a schedule changes at every step is an input of the compiled step:
+    the training follows eager's, and a compiler that traces once does not retrace for it."""
+    X, y = _data()
+
+    def run(compiled: bool):
+        net = _mlp()
+        opt = md.optim.SGD(net.parameters(), lr=0.2, momentum=0.5)
+        sched = md.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+        traced = types.SimpleNamespace(n=0)  # (not a list of numbers: md.jit keys on those)
+
+        def step(X, y):
+            traced.n += 1  # Python: runs at each trace of a trace-once compiler
+            with md.autograd.record():
+                loss = ((net(X) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        fn = md.jit(step) if compiled else step
+        losses = []
+        for _ in range(5):
+            losses.append(fn(X, y).item())
+            sched.step()
+        return losses, _values(net), traced.n
+
+    _, jitted, found = _trained_alike(run)
+    if getattr(bk, "jit_traces_once", False) and not found:  # compiled, not run eagerly
+        # once before the momentum buffers exist and once with them; not once per rate
+        assert jitted[2] <= 2, f"traced {jitted[2]} times for 5 learning rates"
