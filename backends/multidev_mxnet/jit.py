@@ -337,13 +337,14 @@ class _Compiled:
         self.fn = fn
         self.blocks = blocks
         self.cache: dict[Any, Any] = {}
+        self.attributes: list = []
 
     def key(self, spec: Any, leaves: list, held: list) -> Any:
         return (
             hashable(spec),
             tuple(t._native.shape for t in leaves),
             tuple((id(t), t._native.shape, t._dtype) for t in held),
-            state_key(self.blocks, self.params(), [], self.fn),
+            state_key(self.blocks, self.params(), [], self.fn, memo=self.attributes),
         )
 
     def params(self) -> list:

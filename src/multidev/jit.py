@@ -145,15 +145,38 @@ def python_values(fn: Any) -> tuple:
     return tuple(found)
 
 
-def state_key(blocks: list, params: list, opts: list, fn: Any, fed: tuple = ()) -> tuple:
+def _block_attributes(blocks: list, memo: list | None) -> tuple:
+    """Each block's id and plain Python attributes; ``memo`` (a list the caller keeps) holds
+    the last answer with the blocks and ``ATTRIBUTES_VERSION`` it was made for, reused while
+    no block attribute changed anywhere (an identity check of the blocks)."""
+    version = sys.modules["multidev.nn.module"].ATTRIBUTES_VERSION[0]
+    if (
+        memo
+        and memo[0] == version
+        and len(memo[1]) == len(blocks)
+        and all(a is b for a, b in zip(memo[1], blocks, strict=True))
+    ):
+        return memo[2]
+    value = tuple(
+        (id(m), tuple((k, v) for k, v in m.__dict__.items() if _scalar(v))) for m in blocks
+    )
+    if memo is not None:
+        memo[:] = [version, list(blocks), value]
+    return value
+
+
+def state_key(
+    blocks: list, params: list, opts: list, fn: Any, fed: tuple = (), memo: list | None = None
+) -> tuple:
     """What a compiled function reads besides its tensors, compared at each call: the
     identities of the blocks, of the parameters and their framework variables and of the
     optimisers; each block's plain Python attributes (``training``, ``p``, ``eps``, a
     replaced sub-block's settings); each optimiser's hyperparameters by value (but ``lr`` of
     the optimisers in ``fed``, an input of the compiled function); the plain Python values
-    ``fn`` reads (``python_values``). A change retraces."""
+    ``fn`` reads (``python_values``). A change retraces. ``memo``: see
+    ``_block_attributes``."""
     return (
-        tuple((id(m), tuple((k, v) for k, v in m.__dict__.items() if _scalar(v))) for m in blocks),
+        _block_attributes(blocks, memo),
         tuple((id(p), id(getattr(p, "_var", None))) for p in params),
         tuple(
             (
@@ -256,6 +279,7 @@ class Jitted:
         self.fn = fn
         self._cache: dict[Any, Any] = {}
         self._scalars: dict[tuple, Any] = {}
+        self._attributes: list = []
         self._warned = False
         functools.update_wrapper(self, fn)
 
@@ -375,7 +399,7 @@ class Jitted:
         key = (
             id(bk),
             hashable(spec),
-            state_key(blocks, params, opts, self.fn, fed),
+            state_key(blocks, params, opts, self.fn, fed, self._attributes),
             tuple(g is None for g in grads),
             state_spec,
             tuple((id(m), name, b._dtype) for m, name, b in buffers),
