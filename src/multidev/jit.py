@@ -130,19 +130,10 @@ def _scalar(v: Any) -> bool:
 
 def python_values(fn: Any) -> tuple:
     """The plain Python values (numbers, strings, flags and tuples of them) ``fn`` reads from
-    its default values, its closure and the globals it names, and those in the lists, tuples
-    and dicts there: a trace bakes them in, so they are part of the cache key."""
-    found: list = []
-
-    def visit(obj: Any) -> bool:
-        if _scalar(obj):
-            found.append(obj)
-            return True
-        return False
-
-    for obj in _around(fn):
-        _walk(obj, visit)
-    return tuple(found)
+    its default values, its closure and the globals it names: a trace bakes them in, so
+    they are part of the cache key. Not those inside lists and dicts, which are most often
+    what a step writes (a counter, a log of losses): keyed, they would retrace every call."""
+    return tuple(v for v in _around(fn) if _scalar(v))
 
 
 def _block_attributes(blocks: list, memo: list | None) -> tuple:
