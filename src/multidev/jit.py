@@ -10,9 +10,12 @@ variables. The rules written once here:
 - Compilers that run the Python function once and replay a graph (``tf.function``,
   ``jit_traces_once = True``) see Python state as constants. The gradients and the Tensor
   state of the optimisers ``fn`` reaches are therefore passed in and returned by the
-  compiled function and written back after each call; the training flags of the blocks and
-  the structure of that state are part of the cache key, so ``train()``/``eval()``, a new
-  gradient or a new optimiser buffer retrace. A trace that changes other Python state of
+  compiled function and written back after each call, and so is the learning rate of the
+  optimisers whose rule uses it only as a step size (``TracedScalar``); ``state_key`` (the
+  blocks, parameters and optimisers reached, by identity; the blocks' plain attributes,
+  ``training`` among them; the other hyperparameters and the Python values ``fn`` reads, by
+  value) and the structure of that state are part of the cache key, so ``train()``/``eval()``,
+  a replaced layer, a new momentum, a new gradient or a new optimiser buffer retrace. A trace that changes other Python state of
   an optimiser (Adam's step counter) would replay it as a constant: that function runs
   eagerly instead.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
@@ -631,7 +634,9 @@ def jit(fn: Callable[..., Any]) -> Jitted:
     ``paddle.jit.to_static``, MXNet's ``CachedOp``); use as ``step = md.jit(step)`` or ``@md.jit``.
 
     It gives eager's results within float32 tolerance and trains the very same parameters
-    and optimiser state. New shapes, dtypes, ``train()``/``eval()`` retrace. What cannot be
+    and optimiser state. New shapes, dtypes, ``train()``/``eval()``, replaced blocks,
+    parameters or optimisers and changed Python values it reads retrace (see
+    docs/guide/compilation.md); a new learning rate does not. What cannot be
     compiled runs eagerly with one ``md.JitWarning`` saying why. Raises TypeError for a
     non-callable."""
     return Jitted(fn)
