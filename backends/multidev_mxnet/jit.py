@@ -45,7 +45,7 @@ from mxnet import npx
 from multidev.autograd import keep_last_recording
 from multidev.device import Device
 from multidev.errors import UnsupportedOperationError
-from multidev.jit import build, captured, flatten, hashable
+from multidev.jit import build, captured, flatten, hashable, state_key
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
 
@@ -338,15 +338,18 @@ class _Compiled:
         self.fn = fn
         self.blocks = blocks
         self.cache: dict[Any, Any] = {}
+        self.attributes: list = []
 
     def key(self, spec: Any, leaves: list, held: list) -> Any:
         return (
             hashable(spec),
             tuple(t._native.shape for t in leaves),
             tuple((id(t), t._native.shape, t._dtype) for t in held),
-            tuple(m.training for m in self.blocks),
-            tuple(id(p._var) for m in self.blocks for p in m._parameters.values() if p is not None),
+            state_key(self.blocks, self.params(), [], self.fn, memo=self.attributes),
         )
+
+    def params(self) -> list:
+        return [p for m in self.blocks for p in m._parameters.values() if p is not None]
 
     def __call__(self, args: tuple, kwargs: dict, warn: Any) -> Any:
         leaves: list[Tensor] = []
@@ -420,6 +423,13 @@ def _roots(blocks: list) -> list:
     return [b for b in blocks if id(b) not in inner]
 
 
+def _same_blocks(blocks: list, now: Any) -> bool:
+    """Whether ``now`` (an iterator of blocks) holds the very blocks of ``blocks``, in order:
+    a sub-block replaced since compiling makes a new compiled forward."""
+    now = list(now)
+    return len(now) == len(blocks) and all(a is b for a, b in zip(blocks, now, strict=True))
+
+
 def _run_step(jitted: Any, blocks: list, args: tuple, kwargs: dict) -> Any:
     """Run ``jitted.fn`` eagerly with the forward of every Block it reaches compiled."""
     cache = jitted._cache
@@ -430,7 +440,7 @@ def _run_step(jitted: Any, blocks: list, args: tuple, kwargs: dict) -> Any:
     d_saved = []
     for b in roots:
         compiled = cache.get(("block", id(b)))
-        if compiled is None or compiled.blocks[0] is not b:
+        if compiled is None or not _same_blocks(compiled.blocks, b.modules()):
             compiled = cache[("block", id(b))] = _Compiled(
                 type(b).forward.__get__(b), list(b.modules())
             )
@@ -455,9 +465,11 @@ class Jit:
         """Run ``jitted.fn`` compiled: whole into a ``CachedOp``, or, for a training step,
         with the forwards of its Blocks compiled (see the module's docstring)."""
         if not opts:
-            whole = jitted._cache.get("whole")
+            # by the blocks it reaches: a block replaced since is in the graphs of another
+            key = ("whole", tuple(id(m) for m in blocks))
+            whole = jitted._cache.get(key)
             if whole is None:
-                whole = jitted._cache["whole"] = _Compiled(jitted.fn, blocks)
+                whole = jitted._cache[key] = _Compiled(jitted.fn, blocks)
             done = whole(args, kwargs, jitted._warn)
             if isinstance(done, _Done):
                 return done.value

@@ -10,9 +10,12 @@ variables. The rules written once here:
 - Compilers that run the Python function once and replay a graph (``tf.function``,
   ``jit_traces_once = True``) see Python state as constants. The gradients and the Tensor
   state of the optimisers ``fn`` reaches are therefore passed in and returned by the
-  compiled function and written back after each call; the training flags of the blocks and
-  the structure of that state are part of the cache key, so ``train()``/``eval()``, a new
-  gradient or a new optimiser buffer retrace. A trace that changes other Python state of
+  compiled function and written back after each call, and so is the learning rate of the
+  optimisers whose rule uses it only as a step size (``TracedScalar``); ``state_key`` (the
+  blocks, parameters and optimisers reached, by identity; the blocks' plain attributes,
+  ``training`` among them; the other hyperparameters and the Python values ``fn`` reads, by
+  value) and the structure of that state are part of the cache key, so ``train()``/``eval()``,
+  a replaced layer, a new momentum, a new gradient or a new optimiser buffer retrace. A trace that changes other Python state of
   an optimiser (Adam's step counter) would replay it as a constant: that function runs
   eagerly instead.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
@@ -43,10 +46,11 @@ from . import registry
 from .autograd import keep_last_recording
 from .device import as_device
 from .distributed.group import DistributedError
+from .dtypes import float64
 from .errors import JitWarning, UnsupportedOperationError
 from .optim import Optimizer
 from .tensors import Tensor
-from .tracing import Untraceable, inside, last_reason, tracing, untraceable
+from .tracing import TracedScalar, Untraceable, inside, last_reason, tracing, untraceable
 
 if TYPE_CHECKING:
     from .nn.module import Block
@@ -117,6 +121,74 @@ def _reachable(fn: Any, args: tuple, kwargs: dict) -> tuple[list, list]:
     for obj in (args, kwargs, owner, *_around(fn)):
         _walk(obj, visit)
     return list(blocks.values()), list(opts.values())
+
+
+#: the Python values a trace bakes in as constants, tracked between calls by value
+_SCALARS = (bool, int, float, complex, str, type(None))
+
+
+def _scalar(v: Any) -> bool:
+    t = type(v)
+    return t in _SCALARS or (t is tuple and all(type(x) in _SCALARS for x in v))
+
+
+def python_values(fn: Any) -> tuple:
+    """The plain Python values (numbers, strings, flags and tuples of them) ``fn`` reads from
+    its default values, its closure and the globals it names: a trace bakes them in, so
+    they are part of the cache key. Not those inside lists and dicts, which are most often
+    what a step writes (a counter, a log of losses): keyed, they would retrace every call."""
+    return tuple(v for v in _around(fn) if _scalar(v))
+
+
+def _block_attributes(blocks: list, memo: list | None) -> tuple:
+    """Each block's id and plain Python attributes; ``memo`` (a list the caller keeps) holds
+    the last answer with the blocks and ``ATTRIBUTES_VERSION`` it was made for, reused while
+    no block attribute changed anywhere (an identity check of the blocks)."""
+    version = sys.modules["multidev.nn.module"].ATTRIBUTES_VERSION[0]
+    if (
+        memo
+        and memo[0] == version
+        and len(memo[1]) == len(blocks)
+        and all(a is b for a, b in zip(memo[1], blocks, strict=True))
+    ):
+        return memo[2]
+    value = tuple(
+        (id(m), tuple((k, v) for k, v in m.__dict__.items() if _scalar(v))) for m in blocks
+    )
+    if memo is not None:
+        memo[:] = [version, list(blocks), value]
+    return value
+
+
+def state_key(
+    blocks: list, params: list, opts: list, fn: Any, fed: tuple = (), memo: list | None = None
+) -> tuple:
+    """What a compiled function reads besides its tensors, compared at each call: the
+    identities of the blocks, of the parameters and their framework variables and of the
+    optimisers; each block's plain Python attributes (``training``, ``p``, ``eps``, a
+    replaced sub-block's settings); each optimiser's hyperparameters by value (but ``lr`` of
+    the optimisers in ``fed``, an input of the compiled function); the plain Python values
+    ``fn`` reads (``python_values``). A change retraces. ``memo``: see
+    ``_block_attributes``."""
+    return (
+        _block_attributes(blocks, memo),
+        tuple((id(p), id(getattr(p, "_var", None))) for p in params),
+        tuple(
+            (
+                id(opt),
+                tuple(
+                    tuple(
+                        (k, v)
+                        for k, v in g.items()
+                        if k != "params" and _scalar(v) and not (k == "lr" and opt in fed)
+                    )
+                    for g in opt.param_groups
+                ),
+            )
+            for opt in opts
+        ),
+        python_values(fn),
+    )
 
 
 def captured(fn: Any) -> list[Tensor]:
@@ -201,6 +273,8 @@ class Jitted:
             raise TypeError(f"Expected a function to compile. Received: {type(fn).__name__}")
         self.fn = fn
         self._cache: dict[Any, Any] = {}
+        self._scalars: dict[tuple, Any] = {}
+        self._attributes: list = []
         self._warned = False
         functools.update_wrapper(self, fn)
 
@@ -208,6 +282,17 @@ class Jitted:
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
+
+    def _scalar_input(self, bk: Any, value: float, dev: Any) -> Any:
+        """A 0-d float64 tensor of ``value`` on ``dev`` (a learning rate passed to a trace),
+        kept for the next calls: a schedule changes it at most once a step."""
+        key = (id(bk), value, dev)
+        native = self._scalars.get(key)
+        if native is None:
+            if len(self._scalars) > 64:
+                self._scalars.clear()
+            native = self._scalars[key] = bk.full((), value, float64, dev)
+        return native
 
     def _warn(self, why: str) -> None:
         if not self._warned:
@@ -299,10 +384,17 @@ class Jitted:
         state_spec, state_vals = _opt_state(opts)
         buffers = _buffers(blocks)
         held = captured(self.fn)
+        fed = tuple(opt for opt in opts if opt._lr_is_step_size())
+        lrs = [
+            (opt, i, float(g["lr"]), g["params"][0]._dev)
+            for opt in fed
+            for i, g in enumerate(opt.param_groups)
+            if g["params"]
+        ]
         key = (
             id(bk),
             hashable(spec),
-            tuple(m.training for m in blocks),
+            state_key(blocks, params, opts, self.fn, fed, self._attributes),
             tuple(g is None for g in grads),
             state_spec,
             tuple((id(m), name, b._dtype) for m, name, b in buffers),
@@ -313,8 +405,9 @@ class Jitted:
             return self.fn(*args, **kwargs)
         if entry is None:
             slots = [(m, name) for m, name, _ in buffers]
+            lr_slots = [(opt, i, dev) for opt, i, _, dev in lrs]
             entry = self._cache[key] = self._trace(
-                bk, compile_, spec, params, opts, state_spec, slots, held
+                bk, compile_, spec, params, opts, state_spec, slots, held, lr_slots
             )
         compiled, holder = entry
         natives = [t._native for t in leaves]
@@ -324,6 +417,7 @@ class Jitted:
             *(v._native for v in state_vals),
             *(b._native for _, _, b in buffers),
             *(t._native for t in held),
+            *(self._scalar_input(bk, lr, dev) for _, _, lr, dev in lrs),
         ]
         traced_before = holder["traces"]
         snapshot = _snapshot(params, opts, bk)
@@ -376,9 +470,10 @@ class Jitted:
         state_spec: Any,
         slots: list[tuple[Any, str]],
         held: list[Tensor],
+        lr_slots: list[tuple[Any, int, Any]],
     ) -> tuple[Any, dict]:
         """``fn`` as the compiler's function of (inputs, gradients, optimiser state, buffers,
-        captured tensors) returning (outputs, gradients, optimiser state, buffers, the
+        captured tensors, learning rates: ``lr_slots`` (optimiser, group, device)) returning (outputs, gradients, optimiser state, buffers, the
         captured tensors it wrote): the Python objects hold traced values only while it
         traces, and their own values again after."""
         holder: dict[str, Any] = {"traces": 0}
@@ -408,8 +503,13 @@ class Jitted:
             buffers_in = rest[k + n_state : k + n_state + len(slots)]
             for (m, name), b, n in zip(slots, kept, buffers_in, strict=True):
                 m._buffers[name] = Tensor(n, bk, b._dev, b._dtype)
-            held_in = rest[k + n_state + len(slots) :]
+            held_in = rest[k + n_state + len(slots) : k + n_state + len(slots) + len(held)]
+            lrs_in = rest[k + n_state + len(slots) + len(held) :]
             own = [t._native for t in held]
+            groups = [opt.param_groups[i] for opt, i, _ in lr_slots]
+            own_lrs = [g["lr"] for g in groups]
+            for g, (_, _, dev), n in zip(groups, lr_slots, lrs_in, strict=True):
+                g["lr"] = TracedScalar(g["lr"], n, bk, dev)
             for t, n in zip(held, held_in, strict=True):
                 t._native = n
             try:
@@ -429,6 +529,8 @@ class Jitted:
                     m._buffers[name] = b
                 for t, n in zip(held, own, strict=True):
                     t._native = n
+                for g, lr in zip(groups, own_lrs, strict=True):
+                    g["lr"] = lr
             holder["python_state_changed"] = _python_state(opts) != python_before
             out_leaves: list[Tensor] = []
             holder["out"] = flatten(out, out_leaves)
@@ -533,7 +635,9 @@ def jit(fn: Callable[..., Any]) -> Jitted:
     ``paddle.jit.to_static``, MXNet's ``CachedOp``); use as ``step = md.jit(step)`` or ``@md.jit``.
 
     It gives eager's results within float32 tolerance and trains the very same parameters
-    and optimiser state. New shapes, dtypes, ``train()``/``eval()`` retrace. What cannot be
+    and optimiser state. New shapes, dtypes, ``train()``/``eval()``, replaced blocks,
+    parameters or optimisers and changed Python values it reads retrace (see
+    docs/guide/compilation.md); a new learning rate does not. What cannot be
     compiled runs eagerly with one ``md.JitWarning`` saying why. Raises TypeError for a
     non-callable."""
     return Jitted(fn)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["Untraceable", "inside", "last_reason", "tracing", "untraceable"]
+__all__ = ["TracedScalar", "Untraceable", "inside", "last_reason", "tracing", "untraceable"]
 
 _local = threading.local()
 
@@ -45,3 +46,58 @@ def untraceable(reason: str) -> None:
     if getattr(_local, "depth", 0) > 0:
         _local.reason = reason
         raise Untraceable(reason)
+
+
+class TracedScalar(float):
+    """A Python number that a trace-once compile takes as an input (an optimiser's learning
+    rate): its float value is the one of the call that traced, ``native`` the traced 0-d
+    float64 tensor of the backend ``bk`` on ``dev``. Arithmetic with Python numbers keeps it
+    an input (``-lr``, ``lr / (1 - beta1**t)``); the optimisers' update multiplies by
+    ``native`` (``optim.optimizer._Updates``), so a graph traced once follows each call's
+    value."""
+
+    native: Any
+    bk: Any
+    dev: Any
+
+    def __new__(cls, value: float, native: Any, bk: Any, dev: Any) -> TracedScalar:
+        out = super().__new__(cls, value)
+        out.native, out.bk, out.dev = native, bk, dev
+        return out
+
+    def _native_of(self, other: float) -> Any:
+        if isinstance(other, TracedScalar):
+            return other.native
+        from .dtypes import float64  # (a leaf module: dtypes is imported when used)
+
+        return self.bk.full((), float(other), float64, self.dev)
+
+    def __neg__(self) -> TracedScalar:
+        return TracedScalar(-float(self), self.bk.ops.negative(self.native), self.bk, self.dev)
+
+    def __pos__(self) -> TracedScalar:
+        return self
+
+
+def _traced_binary(name: str, op: str, reflected: bool) -> Any:
+    plain = getattr(float, f"__{'r' if reflected else ''}{name}__")
+
+    def method(self: TracedScalar, other: Any) -> Any:
+        if not isinstance(other, (int, float)) or isinstance(other, bool):
+            return NotImplemented
+        a, b = self.native, self._native_of(other)
+        native = getattr(self.bk.ops, op)(*((b, a) if reflected else (a, b)))
+        return TracedScalar(plain(float(self), float(other)), native, self.bk, self.dev)
+
+    return method
+
+
+for _name, _op in (
+    ("add", "add"),
+    ("sub", "subtract"),
+    ("mul", "multiply"),
+    ("truediv", "divide"),
+    ("pow", "pow"),
+):
+    setattr(TracedScalar, f"__{_name}__", _traced_binary(_name, _op, False))
+    setattr(TracedScalar, f"__r{_name}__", _traced_binary(_name, _op, True))

@@ -51,6 +51,12 @@ def _shape_of(value: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+#: bumped whenever a plain (not parameter, buffer or sub-block) attribute of any Block is set
+#: or deleted, or a Block is made: md.jit compares it at each call instead of every block's
+#: attributes
+ATTRIBUTES_VERSION = [0]
+
+
 class Block:
     """Base class of layers and models: define ``__init__`` (call ``super().__init__()`` first,
     then assign sub-blocks and Parameters as attributes) and ``forward``; call the block to run
@@ -65,6 +71,7 @@ class Block:
     training: bool
 
     def __init__(self) -> None:
+        ATTRIBUTES_VERSION[0] += 1
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = {}
@@ -92,6 +99,7 @@ class Block:
             self.__class__ = cls
         else:
             self.__dict__["_lazy"] = False
+        ATTRIBUTES_VERSION[0] += 1
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
@@ -147,6 +155,7 @@ class Block:
                 )
             buffers[name] = value
             return
+        ATTRIBUTES_VERSION[0] += 1
         object.__setattr__(self, name, value)
 
     def _forget(self, name: str, keep: str = "") -> None:
@@ -174,6 +183,7 @@ class Block:
                 del items[name]
                 d["_non_persistent_buffers"].discard(name)
                 return
+        ATTRIBUTES_VERSION[0] += 1
         object.__delattr__(self, name)
 
     def __dir__(self) -> list[str]:
@@ -326,6 +336,7 @@ class Block:
         copy), new parameters holding copies of the values, the same training flag; lazy
         blocks stay uninitialised. Built through the adapter, never by pickling."""
         new = object.__new__(type(self))
+        ATTRIBUTES_VERSION[0] += 1
         memo[id(self)] = new
         d = new.__dict__
         for key, value in self.__dict__.items():

@@ -36,6 +36,7 @@ from ..dispatch import on as _on
 from ..errors import StateDictError
 from ..nn.parameter import Parameter, clear_grads
 from ..tensors import Tensor
+from ..tracing import TracedScalar
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
 
@@ -136,6 +137,9 @@ class _Updates:
         u = update._native
         if update._dtype is not data._dtype:
             u = _on(bk, data._dev, bk.ops.astype, u, data._dtype)
+        if type(alpha) is TracedScalar:  # an input of an md.jit trace: a tensor of the graph
+            u = bk.ops.multiply(u, bk.ops.astype(alpha.native, data._dtype))
+            alpha = 1.0
         key = (id(bk), data._dev, data._dtype, alpha)
         queued = self._queued.get(key)
         if queued is None:
@@ -367,6 +371,12 @@ class Optimizer:
                     + ("False (multidev minimises)" if key == "maximize" else "True, False or None")
                     + f". Received: {value!r}. Negate the loss instead of maximize=True."
                 )
+
+    def _lr_is_step_size(self) -> bool:
+        """Whether ``_update`` uses ``group["lr"]`` only in Python arithmetic that ends in the
+        step size of ``_add_scaled_`` (so ``md.jit`` may pass it as a tensor input; a new
+        learning rate then needs no retrace). False for rules this class does not know."""
+        return type(self)._update in _LR_IS_STEP_SIZE and not getattr(self, "_decoupled", False)
 
     def _add_scaled_(self, data: Tensor, update: Tensor, alpha: float) -> None:
         """``data += alpha * update`` (``data``: a Parameter or a view of one), applied with
@@ -825,3 +835,8 @@ class Adagrad(Optimizer):
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         s = state["sum"] = state["sum"] + grad * grad
         self._add_scaled_(p, grad / (ops.sqrt(s) + group["eps"]), -clr)
+
+
+#: the update rules that use ``lr`` only in the step size of ``_add_scaled_`` (AdamW's
+#: decoupled weight decay multiplies the parameter by ``1 - lr * wd``: excluded by its flag)
+_LR_IS_STEP_SIZE = frozenset({SGD._update, Adam._update, RMSprop._update, Adagrad._update})
