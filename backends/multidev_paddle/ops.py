@@ -160,6 +160,16 @@ def _log_softmax(x, axis):
     return shifted - paddle.log(paddle.sum(paddle.exp(shifted), axis=axis, keepdim=True))
 
 
+def _softmax(x, axis):
+    """exp(x - max) / sum with exact zeros where exp underflows. Paddle's softmax kernel clips
+    the shifted logits at -64 (as its log_softmax does) and its CPU exp stops at the smallest
+    normal float, so a masked logit (d2l sets them to -1e6) got 1e-28, then 1e-39, not 0."""
+    shifted = x - paddle.max(x, axis=axis, keepdim=True).detach()
+    tiny = math.log(2.0 ** (-1022 if x.dtype == paddle.float64 else -126))  # smallest normal
+    e = paddle.where(shifted < tiny, paddle.zeros_like(shifted), paddle.exp(shifted))
+    return e / paddle.sum(e, axis=axis, keepdim=True)
+
+
 def _index(k):
     if isinstance(k, _Tensor) and md_dtype(k.dtype) not in _INDEX_DTYPES:
         return k.astype(_INT64)  # NumPy reads small-integer arrays as positions; Paddle refuses
@@ -207,7 +217,7 @@ OPS = op_table(
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
     where=lambda cond, a, b: _where_values(a, b, cond),
     clip=_wide(_clip, "clip"),
-    softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
+    softmax=_wide(_softmax, "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
     getitem=lambda x, key: x[native_key(key)],
     astype=native_astype("paddle", NATIVE, {}),

@@ -11,7 +11,37 @@ from . import methods as methods  # attaches the operators and methods of Tensor
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import no_grad
 from .checkpoint import load, save
-from .compat import FloatTensor, allclose, cat, mm, randint, randperm
+from .compat import (  # PyTorch's top-level names (coming from PyTorch)
+    FloatTensor,
+    allclose,
+    bmm,
+    cat,
+    chunk,
+    clamp,
+    cumsum,
+    gather,
+    index_select,
+    log_softmax,
+    masked_fill,
+    mm,
+    multinomial,
+    norm,
+    normal,
+    permute,
+    randint,
+    randperm,
+    relu,
+    repeat_interleave,
+    scatter,
+    sigmoid,
+    softmax,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    topk,
+    unsqueeze,
+)
 from .creation import (
     arange,
     asarray,
@@ -50,6 +80,12 @@ from .dtypes import (
     int64,
     uint8,
 )
+from .dtypes import float16 as half  # PyTorch's dtype aliases
+from .dtypes import float32 as float
+from .dtypes import float64 as double
+from .dtypes import int16 as short
+from .dtypes import int32 as int
+from .dtypes import int64 as long
 from .errors import (
     AutogradError,
     BackendError,
@@ -96,8 +132,6 @@ from .ops import (
     sin,
     sqrt,
     square,
-    squeeze,
-    stack,
     subtract,
     sum,
     tanh,
@@ -229,3 +263,32 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += array_api.__all__
+__all__ += [  # PyTorch's top-level names (coming from PyTorch)
+    "bmm",
+    "chunk",
+    "clamp",
+    "cumsum",
+    "double",
+    "float",
+    "gather",
+    "half",
+    "index_select",
+    "int",
+    "log_softmax",
+    "long",
+    "masked_fill",
+    "multinomial",
+    "norm",
+    "normal",
+    "permute",
+    "relu",
+    "repeat_interleave",
+    "scatter",
+    "short",
+    "sigmoid",
+    "softmax",
+    "split",
+    "swapaxes",
+    "topk",
+    "unsqueeze",
+]
