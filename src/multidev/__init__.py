@@ -11,37 +11,7 @@ from . import methods as methods  # attaches the operators and methods of Tensor
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import no_grad
 from .checkpoint import load, save
-from .compat import (  # PyTorch's top-level names (coming from PyTorch)
-    FloatTensor,
-    allclose,
-    bmm,
-    cat,
-    chunk,
-    clamp,
-    cumsum,
-    gather,
-    index_select,
-    log_softmax,
-    masked_fill,
-    mm,
-    multinomial,
-    norm,
-    normal,
-    permute,
-    randint,
-    randperm,
-    relu,
-    repeat_interleave,
-    scatter,
-    sigmoid,
-    softmax,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    topk,
-    unsqueeze,
-)
+from .compat import FloatTensor, allclose, cat, mm, randint, randperm
 from .creation import (
     arange,
     asarray,
@@ -141,6 +111,31 @@ from .ops import (
 from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
 from .tensors import Tensor
+from .torch_names import (  # more of PyTorch's top-level names; attaches their methods
+    bmm,
+    chunk,
+    clamp,
+    cumsum,
+    gather,
+    index_select,
+    log_softmax,
+    masked_fill,
+    multinomial,
+    norm,
+    normal,
+    permute,
+    relu,
+    repeat_interleave,
+    scatter,
+    sigmoid,
+    softmax,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    topk,
+    unsqueeze,
+)
 
 # PyTorch's md.tensor(...) and md.device(...) are functions. Bound after every import, so
 # they replace the package attributes of the submodules of those names, which stay

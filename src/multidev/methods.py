@@ -87,7 +87,6 @@ def install() -> None:
         "backward": autograd.backward,
         "__deepcopy__": _deepcopy,
         **compat.tensor_methods(),
-        **compat.more_tensor_methods(),
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
