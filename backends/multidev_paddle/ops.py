@@ -161,13 +161,15 @@ def _log_softmax(x, axis):
 
 
 def _softmax(x, axis):
-    """exp(x - max) / sum with exact zeros where exp underflows. Paddle's softmax kernel clips
-    the shifted logits at -64 (as its log_softmax does) and its CPU exp stops at the smallest
-    normal float, so a masked logit (d2l sets them to -1e6) got 1e-28, then 1e-39, not 0."""
-    shifted = x - paddle.max(x, axis=axis, keepdim=True).detach()
-    tiny = math.log(2.0 ** (-1022 if x.dtype == paddle.float64 else -126))  # smallest normal
-    e = paddle.where(shifted < tiny, paddle.zeros_like(shifted), paddle.exp(shifted))
-    return e / paddle.sum(e, axis=axis, keepdim=True)
+    """Paddle's softmax with exact zeros below exp(-63). Its kernel clips the shifted logits
+    at -64 (as its log_softmax does), so a masked logit (d2l sets them to -1e6) came out as
+    exp(-64) / sum = 1e-28 where exp underflows to 0; every value the clip touched is below
+    exp(-64), and the true ones there are as small, so they become 0."""
+    # thresholded_relu: x where x > threshold, else 0, in one kernel (softmax is positive)
+    return F.thresholded_relu(F.softmax(x, axis=axis), threshold=_SOFTMAX_FLOOR)
+
+
+_SOFTMAX_FLOOR = math.exp(-63.0)
 
 
 def _index(k):
