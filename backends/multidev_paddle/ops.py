@@ -160,6 +160,18 @@ def _log_softmax(x, axis):
     return shifted - paddle.log(paddle.sum(paddle.exp(shifted), axis=axis, keepdim=True))
 
 
+def _softmax(x, axis):
+    """Paddle's softmax with exact zeros below exp(-63). Its kernel clips the shifted logits
+    at -64 (as its log_softmax does), so a masked logit (d2l sets them to -1e6) came out as
+    exp(-64) / sum = 1e-28 where exp underflows to 0; every value the clip touched is below
+    exp(-64), and the true ones there are as small, so they become 0."""
+    # thresholded_relu: x where x > threshold, else 0, in one kernel (softmax is positive)
+    return F.thresholded_relu(F.softmax(x, axis=axis), threshold=_SOFTMAX_FLOOR)
+
+
+_SOFTMAX_FLOOR = math.exp(-63.0)
+
+
 def _index(k):
     if isinstance(k, _Tensor) and md_dtype(k.dtype) not in _INDEX_DTYPES:
         return k.astype(_INT64)  # NumPy reads small-integer arrays as positions; Paddle refuses
@@ -207,7 +219,7 @@ OPS = op_table(
     permute_dims=lambda x, axes: paddle.transpose(x, list(axes)),
     where=lambda cond, a, b: _where_values(a, b, cond),
     clip=_wide(_clip, "clip"),
-    softmax=_wide(lambda x, axis: F.softmax(x, axis=axis), "softmax"),
+    softmax=_wide(_softmax, "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
     getitem=lambda x, key: x[native_key(key)],
     astype=native_astype("paddle", NATIVE, {}),

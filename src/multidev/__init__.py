@@ -62,6 +62,12 @@ from .dtypes import (
     int64,
     uint8,
 )
+from .dtypes import float16 as half  # PyTorch's dtype aliases
+from .dtypes import float32 as float
+from .dtypes import float64 as double
+from .dtypes import int16 as short
+from .dtypes import int32 as int
+from .dtypes import int64 as long
 from .errors import (
     AutogradError,
     BackendError,
@@ -110,8 +116,6 @@ from .ops import (
     sin,
     sqrt,
     square,
-    squeeze,
-    stack,
     subtract,
     sum,
     tanh,
@@ -121,6 +125,31 @@ from .ops import (
 from .random import manual_seed
 from .registry import available_backends, get_backend, set_backend, use_backend
 from .tensors import Tensor
+from .torch_names import (  # more of PyTorch's top-level names; attaches their methods
+    bmm,
+    chunk,
+    clamp,
+    cumsum,
+    gather,
+    index_select,
+    log_softmax,
+    masked_fill,
+    multinomial,
+    norm,
+    normal,
+    permute,
+    relu,
+    repeat_interleave,
+    scatter,
+    sigmoid,
+    softmax,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    topk,
+    unsqueeze,
+)
 from .trainer import Trainer  # md.Trainer, md.callbacks, md.metrics: training experience
 
 # PyTorch's md.tensor(...) and md.device(...) are functions. Bound after every import, so
@@ -249,3 +278,32 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += array_api.__all__
+__all__ += [  # PyTorch's top-level names (coming from PyTorch)
+    "bmm",
+    "chunk",
+    "clamp",
+    "cumsum",
+    "double",
+    "float",
+    "gather",
+    "half",
+    "index_select",
+    "int",
+    "log_softmax",
+    "long",
+    "masked_fill",
+    "multinomial",
+    "norm",
+    "normal",
+    "permute",
+    "relu",
+    "repeat_interleave",
+    "scatter",
+    "short",
+    "sigmoid",
+    "softmax",
+    "split",
+    "swapaxes",
+    "topk",
+    "unsqueeze",
+]

@@ -9,7 +9,7 @@ modules standing on it; their signatures are declared here for type checkers.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -201,13 +201,65 @@ class Tensor:
         def long(self) -> Tensor: ...
         def int(self) -> Tensor: ...
 
-        requires_grad: bool
+        # PyTorch's tensor methods, attached by multidev.torch_names
+        add_: Callable[..., Any]
+        bmm: Callable[..., Any]
+        bool: Callable[..., Any]
+        chunk: Callable[..., Any]
+        clamp: Callable[..., Any]
+        clamp_: Callable[..., Any]
+        clip: Callable[..., Any]
+        contiguous: Callable[..., Any]
+        copy_: Callable[..., Any]
+        cumsum: Callable[..., Any]
+        div_: Callable[..., Any]
+        expand: Callable[..., Any]
+        fill_: Callable[..., Any]
+        flatten: Callable[..., Any]
+        gather: Callable[..., Any]
+        half: Callable[..., Any]
+        index_select: Callable[..., Any]
+        log: Callable[..., Any]
+        log_softmax: Callable[..., Any]
+        masked_fill: Callable[..., Any]
+        masked_fill_: Callable[..., Any]
+        matmul: Callable[..., Any]
+        min: Callable[..., Any]
+        mul_: Callable[..., Any]
+        multinomial: Callable[..., Any]
+        norm: Callable[..., Any]
+        permute: Callable[..., Any]
+        pow: Callable[..., Any]
+        relu: Callable[..., Any]
+        repeat: Callable[..., Any]
+        repeat_interleave: Callable[..., Any]
+        scatter: Callable[..., Any]
+        scatter_: Callable[..., Any]
+        sigmoid: Callable[..., Any]
+        softmax: Callable[..., Any]
+        split: Callable[..., Any]
+        sqrt: Callable[..., Any]
+        squeeze: Callable[..., Any]
+        std: Callable[..., Any]
+        sub_: Callable[..., Any]
+        swapaxes: Callable[..., Any]
+        tanh: Callable[..., Any]
+        topk: Callable[..., Any]
+        transpose: Callable[..., Any]
+        tril: Callable[..., Any]
+        triu: Callable[..., Any]
+        type: Callable[..., Any]
+        unsqueeze: Callable[..., Any]
+        var: Callable[..., Any]
+        zero_: Callable[..., Any]
+
+        requires_grad: builtins.bool
 
         @property
         def data(self) -> Tensor: ...
         def abs(self) -> Tensor: ...
         def exp(self) -> Tensor: ...
-        def backward(self, gradient: Any = None, retain_graph: bool = False) -> None: ...
+        def backward(self, gradient: Any = None, retain_graph: builtins.bool = False) -> None: ...
         def __add__(self, other: Any) -> Tensor: ...
         def __radd__(self, other: Any) -> Tensor: ...
         def __sub__(self, other: Any) -> Tensor: ...

@@ -9,7 +9,13 @@ from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
 from .module import Block, IncompatibleKeys, Module, Sequential
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LazyBatchNorm2d
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+)
 from .parameter import Parameter, UninitializedParameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, Identity, MaxPool2d
 from .sequence_layers import (
@@ -47,6 +53,7 @@ __all__ = [
     "Identity",
     "IncompatibleKeys",
     "LayerNorm",
+    "LazyBatchNorm1d",
     "LazyBatchNorm2d",
     "LazyConv2d",
     "LazyLinear",

@@ -1,4 +1,5 @@
-"""Normalisation layers: ``BatchNorm1d``, ``BatchNorm2d``, ``LazyBatchNorm2d`` and
+"""Normalisation layers: ``BatchNorm1d``, ``BatchNorm2d``, ``LazyBatchNorm1d``,
+``LazyBatchNorm2d`` and
 ``GroupNorm``, with PyTorch's arguments, parameters, buffers and printing.
 
 BatchNorm's ``running_mean``, ``running_var`` and ``num_batches_tracked`` are buffers: in
@@ -17,7 +18,7 @@ from . import init
 from .module import Block
 from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LazyBatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LazyBatchNorm1d", "LazyBatchNorm2d"]
 
 
 def _affine(block: Block, c: int, affine: bool, bias: bool, device: Any, dtype: Any) -> None:
@@ -157,11 +158,11 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
-class LazyBatchNorm2d(BatchNorm2d):
-    """A ``BatchNorm2d`` whose ``num_features`` is inferred from its first input's dimension 1."""
+class _LazyBatchNorm(_BatchNorm):
+    """A batch normalisation whose ``num_features`` is inferred from its first input's
+    dimension 1."""
 
     _lazy = True
-    cls_to_become = BatchNorm2d
 
     def __init__(
         self,
@@ -199,6 +200,18 @@ class LazyBatchNorm2d(BatchNorm2d):
             self.register_buffer("running_mean", zeros((c,), dtype=dtype, device=device))
             self.register_buffer("running_var", ones((c,), dtype=dtype, device=device))
             self.register_buffer("num_batches_tracked", zeros((), dtype=_dt.int64, device=device))
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """A ``BatchNorm1d`` whose ``num_features`` is inferred from its first input's dimension 1."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """A ``BatchNorm2d`` whose ``num_features`` is inferred from its first input's dimension 1."""
+
+    cls_to_become = BatchNorm2d
 
 
 class GroupNorm(Block):

@@ -356,3 +356,212 @@ def test_size_is_the_array_api_attribute():
     assert x.size == 6 and type(x.size) is int and x.numel() == 6
     with pytest.raises(TypeError, match="not callable"):
         x.size()  # type: ignore[operator]  # calling the int attribute is the error tested
+
+
+# ---------------------------------------------------------------- more PyTorch names
+
+_A = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * 0.5 - 3.0
+_IDX = np.array(
+    [[[2, 0, 1, 3], [1, 1, 0, 2], [3, 2, 1, 0]], [[0, 3, 2, 1], [2, 2, 3, 3], [1, 0, 0, 1]]]
+)
+
+
+def _np_chunks(a, sizes, axis):
+    return np.split(a, np.cumsum(sizes)[:-1], axis=axis)
+
+
+_SAME_AS_NUMPY = {
+    "dim": (lambda x: md.asarray(np.float32(x.dim())), lambda a: np.float32(a.ndim)),
+    "permute varargs": (lambda x: x.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+    "permute tuple": (lambda x: md.permute(x, (1, 2, 0)), lambda a: a.transpose(1, 2, 0)),
+    "transpose(a, b)": (lambda x: x.transpose(0, 2), lambda a: np.swapaxes(a, 0, 2)),
+    "swapaxes": (lambda x: md.swapaxes(x, 1, 2), lambda a: np.swapaxes(a, 1, 2)),
+    "unsqueeze": (lambda x: x.unsqueeze(1), lambda a: a[:, None]),
+    "unsqueeze(-1)": (lambda x: md.unsqueeze(x, -1), lambda a: a[..., None]),
+    "squeeze": (lambda x: x.unsqueeze(0).squeeze(), lambda a: a),
+    "squeeze(dim) of length > 1 is a no-op": (lambda x: x.squeeze(1), lambda a: a),
+    "flatten": (lambda x: x.flatten(1), lambda a: a.reshape(2, 12)),
+    "contiguous": (lambda x: x.contiguous(), lambda a: a),
+    "expand": (lambda x: x[:, :1].expand(2, 5, 4), lambda a: np.broadcast_to(a[:, :1], (2, 5, 4))),
+    "expand -1": (lambda x: x.expand(3, -1, -1, 4), lambda a: np.broadcast_to(a, (3, 2, 3, 4))),
+    "repeat (tile)": (lambda x: x.repeat(1, 2, 3), lambda a: np.tile(a, (1, 2, 3))),
+    "repeat_interleave": (
+        lambda x: md.repeat_interleave(x, 2, dim=1),
+        lambda a: np.repeat(a, 2, axis=1),
+    ),
+    "masked_fill": (lambda x: x.masked_fill(x > 1, -7.0), lambda a: np.where(a > 1, -7.0, a)),
+    "masked_fill broadcast": (
+        lambda x: md.masked_fill(x, md.asarray(np.array([True, False, True, False])), 0.0),
+        lambda a: np.where(np.array([True, False, True, False]), 0.0, a),
+    ),
+    "index_select": (
+        lambda x: x.index_select(2, md.asarray(np.array([3, 0]))),
+        lambda a: a[:, :, [3, 0]],
+    ),
+    "gather": (
+        lambda x: x.gather(2, md.asarray(_IDX)),
+        lambda a: np.take_along_axis(a, _IDX, axis=2),
+    ),
+    "scatter": (
+        lambda x: md.zeros(2, 3, 4).scatter(2, md.asarray(np.argsort(_IDX, axis=2)), x),
+        lambda a: _scattered(a),
+    ),
+    "topk values": (lambda x: x.topk(2, dim=1)[0], lambda a: -np.sort(-a, axis=1)[:, :2]),
+    "topk smallest": (
+        lambda x: md.topk(x, 3, largest=False)[0],
+        lambda a: np.sort(a, axis=-1)[..., :3],
+    ),
+    "chunk": (lambda x: x.chunk(2, 2)[1], lambda a: a[..., 2:]),
+    "chunk uneven": (lambda x: md.chunk(x, 2, 1)[1], lambda a: a[:, 2:]),
+    "split size": (lambda x: x.split(3, 2)[1], lambda a: a[..., 3:]),
+    "split sections": (lambda x: md.split(x, [1, 2], 1)[1], lambda a: _np_chunks(a, [1, 2], 1)[1]),
+    "tril": (lambda x: x.tril(), lambda a: np.tril(a)),
+    "triu(1)": (lambda x: x.triu(1), lambda a: np.triu(a, 1)),
+    "std unbiased": (lambda x: x.std(1), lambda a: a.std(1, ddof=1)),
+    "var biased": (
+        lambda x: x.var(2, unbiased=False, keepdim=True),
+        lambda a: a.var(2, keepdims=True),
+    ),
+    "std all": (lambda x: x.std(), lambda a: np.float32(a.std(ddof=1))),
+    "norm": (lambda x: x.norm(), lambda a: np.float32(np.linalg.norm(a.ravel()))),
+    "norm p=1 dim": (lambda x: md.norm(x, 1, 2), lambda a: np.abs(a).sum(2)),
+    "cumsum": (lambda x: x.cumsum(1), lambda a: np.cumsum(a, 1)),
+    "clamp": (lambda x: x.clamp(-1, 2), lambda a: np.clip(a, -1, 2)),
+    "clamp min": (lambda x: md.clamp(x, min=0.5), lambda a: np.maximum(a, 0.5)),
+    "max(dim) values": (lambda x: x.max(1)[0], lambda a: a.max(1)),
+    "min(dim) indices": (lambda x: x.min(2, keepdim=True)[1], lambda a: a.argmin(2)[..., None]),
+    "bmm": (lambda x: md.bmm(x, x.transpose(1, 2)), lambda a: a @ np.swapaxes(a, 1, 2)),
+    "stack positional dim": (lambda x: md.stack([x, x * 2], 1), lambda a: np.stack([a, a * 2], 1)),
+    "cat positional dim": (lambda x: md.cat([x, x], 2), lambda a: np.concatenate([a, a], 2)),
+    "sigmoid": (lambda x: md.sigmoid(x), lambda a: 1 / (1 + np.exp(-a))),
+    "relu method": (lambda x: x.relu(), lambda a: np.maximum(a, 0)),
+    "softmax": (lambda x: md.softmax(x, 1), lambda a: np.exp(a) / np.exp(a).sum(1, keepdims=True)),
+    "log_softmax method": (
+        lambda x: x.log_softmax(-1),
+        lambda a: a - np.log(np.exp(a).sum(-1, keepdims=True)),
+    ),
+    "sqrt/pow": (lambda x: (x * x).sqrt().pow(2), lambda a: np.abs(a) ** 2),
+}
+
+
+def _scattered(a):
+    out = np.zeros((2, 3, 4), np.float32)
+    np.put_along_axis(out, np.argsort(_IDX, axis=2), a, 2)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_SAME_AS_NUMPY))
+def test_torch_names_have_pytorchs_meaning(name, native):
+    fn, want = _SAME_AS_NUMPY[name]
+    got = fn(md.asarray(_A))
+    w = np.asarray(want(_A.copy()))
+    assert isinstance(got, md.Tensor) and got.backend == md.get_backend()
+    assert got.shape == w.shape, (got.shape, w.shape)
+    np.testing.assert_allclose(got.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+def test_topk_indices_and_split_pieces():
+    x = md.asarray(_A)
+    _, i = x.topk(2)
+    assert i.dtype is md.int64
+    np.testing.assert_array_equal(i.numpy(), np.argsort(-_A, axis=-1, kind="stable")[..., :2])
+    pieces = x.split(3, dim=-1)
+    assert [p.shape for p in pieces] == [(2, 3, 3), (2, 3, 1)]
+    with pytest.raises(ValueError, match="summing to 3"):
+        md.split(x, [1, 1], 1)
+
+
+def test_type_dtype_aliases_and_casts():
+    x = md.asarray(_A)
+    assert (md.long, md.int, md.float, md.double, md.half, md.short) == (
+        md.int64,
+        md.int32,
+        md.float32,
+        md.float64,
+        md.float16,
+        md.int16,
+    )
+    assert x.type(md.long).dtype is md.int64 and x.type(md.float) is x
+    assert x.half().dtype is md.float16 and (x > 0).dtype is md.bool
+    assert x.bool().dtype is md.bool
+    np.testing.assert_array_equal(x.type(md.int).numpy(), _A.astype(np.int32))
+
+
+def test_in_place_variants_write_into_the_tensor():
+    x = md.asarray(_A.copy())
+    assert x.add_(1.0) is x
+    x.mul_(2.0).sub_(1.0, alpha=2.0).div_(2.0)
+    np.testing.assert_allclose(x.numpy(), ((_A + 1) * 2 - 2) / 2, rtol=1e-6)
+    x.clamp_(-1.0, 1.0)
+    np.testing.assert_allclose(x.numpy(), np.clip(_A, -1, 1), rtol=1e-6)
+    x.masked_fill_(x > 0, 5.0)
+    np.testing.assert_allclose(x.numpy(), np.where(_A > 0, 5.0, np.clip(_A, -1, 1)))
+    x.fill_(3.0)
+    np.testing.assert_array_equal(x.numpy(), np.full_like(_A, 3.0))
+    x.copy_(md.asarray(_A[0]))
+    np.testing.assert_array_equal(x.numpy(), np.broadcast_to(_A[0], _A.shape))
+    assert x.zero_() is x and not x.numpy().any()
+
+
+def test_normal_and_multinomial_are_seeded_draws():
+    md.manual_seed(3)
+    a = md.normal(2.0, 0.5, (4, 5))
+    md.manual_seed(3)
+    b = md.normal(2.0, 0.5, size=(4, 5))
+    assert a.shape == (4, 5) and a.dtype is md.float32
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert md.normal(md.zeros(3), 1.0).shape == (3,)
+    p = md.asarray(np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]], np.float32))
+    drawn = md.multinomial(p, 5, replacement=True)
+    assert drawn.dtype is md.int64
+    np.testing.assert_array_equal(drawn.numpy(), [[1] * 5, [2] * 5])
+    perm = md.multinomial(md.ones(2, 4), 4).numpy()
+    np.testing.assert_array_equal(np.sort(perm, axis=1), [[0, 1, 2, 3]] * 2)
+    with pytest.raises(ValueError, match="replacement=True"):
+        md.multinomial(p, 4)
+
+
+def test_masked_softmax_gives_exact_zeros():
+    # d2l's masked_softmax: masked logits set to -1e6, then softmax over the last axis
+    x = md.asarray(np.random.default_rng(0).random((2, 2, 4)).astype(np.float32))
+    mask = md.asarray(np.array([True, True, False, False]))
+    for out in (
+        md.softmax(md.where(mask, x, -1e6), -1),
+        nn.functional.softmax(x.masked_fill(~mask, -1e6), dim=-1),
+    ):
+        got = out.numpy()
+        assert (got[..., 2:] == 0.0).all(), got
+        np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-6)
+
+
+def test_lazy_batchnorm1d_and_utils_data():
+    bn = nn.LazyBatchNorm1d()
+    y = bn(md.randn(8, 5))
+    assert type(bn) is nn.BatchNorm1d and bn.num_features == 5 and y.shape == (8, 5)
+    assert tuple(bn.running_mean.shape) == (5,)
+    from multidev.utils import data
+
+    assert data.DataLoader is md.data.DataLoader and data.TensorDataset is md.data.TensorDataset
+
+
+@autograd
+def test_gradients_flow_through_the_composed_names():
+    w = md.tensor(_A.copy(), requires_grad=True)
+    with md.autograd.record():
+        loss = (
+            w.topk(2)[0].sum()
+            + w.gather(2, md.asarray(_IDX)).sum()
+            + w.masked_fill(w > 0, 0.0).sum()
+            + w.permute(2, 0, 1).unsqueeze(0).expand(2, -1, -1, -1).sum()
+            + md.scatter(md.zeros(2, 3, 4), 2, md.asarray(_IDX), w).sum()
+        )
+    loss.backward()
+    top = np.zeros_like(_A)
+    np.put_along_axis(top, np.argsort(-_A, axis=-1, kind="stable")[..., :2], 1.0, -1)
+    gat = np.zeros_like(_A)
+    np.add.at(gat, (np.arange(2)[:, None, None], np.arange(3)[None, :, None], _IDX), 1.0)
+    want = top + gat + (_A <= 0) + 2.0
+    # scatter with a repeated target position sums its sources (a gradient of 1 for each)
+    want += 1.0
+    assert isinstance(w, nn.Parameter) and w.grad is not None
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-6)
