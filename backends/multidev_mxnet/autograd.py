@@ -93,6 +93,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
+    #: backward() without record() uses an implicit autograd.record() scope (multidev.autograd)
+    implicit_record = True
     no_grad = staticmethod(lambda recordings: mx.autograd.pause())
     native_module = NativeBlock
 

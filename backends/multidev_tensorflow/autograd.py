@@ -56,6 +56,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on TensorFlow."""
 
     record = Recording
+    #: backward() without record() uses an implicit Recording (multidev.autograd)
+    implicit_record = True
     native_module = NativeBlock
     grad = staticmethod(lambda var: getattr(var, _GRAD, None))
     set_grad = staticmethod(lambda var, value: setattr(var, _GRAD, value))

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import begin_implicit as _begin_implicit
 from ..device import as_device, check_available
 from ..dispatch import new_tensor as _new_tensor
 from ..errors import StateDictError
@@ -80,6 +81,7 @@ class Block:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _begin_implicit()
         if self._lazy:
             self._maybe_build(args, kwargs)
         return self.forward(*args, **kwargs)
