@@ -26,7 +26,7 @@ from . import registry
 from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
 from .tensors import Tensor
-from .tracing import untraceable
+from .tracing import tracing, untraceable
 
 __all__ = [
     "autograd_backends",
@@ -251,11 +251,12 @@ def begin_implicit() -> None:
     it (backward() opens a fresh one), so it holds the operations since the last of those:
     at most one forward in a training loop."""
     bk = registry.current()
-    if bk in _implicit or not _grad_state[0] or not getattr(bk, "implicit_record", False):
+    make = getattr(bk, "implicit_record", None)
+    if bk in _implicit or not _grad_state[0] or not make:
         return
-    if _compiling(bk) or any(b is bk for b, _ in _active.get()):
-        return
-    rec = bk.record()  # type: ignore[attr-defined]  # implicit_record adapters have one
+    if tracing() or _compiling(bk) or any(b is bk for b, _ in _active.get()):
+        return  # a compiled function's trace records on its own
+    rec = (bk.record if make is True else make)()  # type: ignore[attr-defined]
     rec.__enter__()
     _implicit[bk] = rec
 

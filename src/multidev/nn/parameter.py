@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import registry
-from ..autograd import end_implicit
+from ..autograd import end_implicit, no_grad
 from ..device import as_device, check_available
 from ..dispatch import asarray
 from ..dispatch import device_for as _device
@@ -89,7 +89,8 @@ class Parameter(Tensor):
     def data(self, value: Any) -> None:
         t = same_backend(self, value)
         if t.shape == self.shape:
-            self[...] = t.to(self._dev)
+            with no_grad():  # outside autograd, as in PyTorch, implicit recording included
+                self[...] = t.to(self._dev)
             return
         t = t.to(self._dev)
         self._dtype = t._dtype

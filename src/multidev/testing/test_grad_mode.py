@@ -126,3 +126,73 @@ def test_no_grad_set_grad_enabled_and_enable_grad_nest_as_in_pytorch(rng):
         inside = recorded_forward()
         assert not md.is_grad_enabled()
     inside.backward()
+
+
+# ------------------------------------------------------------------ in-place writes
+
+
+def _residual_and_masked(x: md.Tensor, w: nn.Parameter, mask: md.Tensor, in_place: bool):
+    """ResNet's ``Y += X`` and d2l's masked softmax ``X[~mask] = -1e6``, in place or not."""
+    y = md.matmul(x, w)
+    if in_place:
+        y += x
+        y *= 2.0
+        y[~mask] = -1e6
+        y[:, 0] = 0.5
+    else:
+        y = (y + x) * 2.0
+        y = md.where(mask, y, md.full_like(y, -1e6))
+        col = md.asarray(np.arange(y.shape[1]) == 0)
+        y = md.where(col, md.full_like(y, 0.5), y)
+    return md.sum(md.nn.functional.softmax(y, dim=-1) * md.arange(y.shape[1], dtype=md.float32))
+
+
+@autograd
+@pytest.mark.parametrize("explicit", [True, False], ids=["record", "implicit"])
+def test_in_place_writes_on_recorded_tensors_give_pytorchs_gradients(rng, explicit):
+    x = md.asarray(rng.standard_normal((3, 4)).astype(np.float32))
+    mask = md.asarray(rng.random((3, 4)) > 0.3)
+    start = rng.standard_normal((4, 4)).astype(np.float32)
+    grads, values = [], []
+    for in_place in (False, True):
+        w = md.zeros((4, 4), requires_grad=True)
+        with md.no_grad():
+            w[...] = md.asarray(start)
+        if explicit:
+            with md.autograd.record():
+                loss = _residual_and_masked(x, w, mask, in_place)
+        else:
+            loss = _residual_and_masked(x, w, mask, in_place)
+        loss.backward()
+        grads.append(w.grad.numpy())
+        values.append(loss.numpy())
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-6)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+    assert np.abs(grads[0]).sum() > 0
+
+
+@autograd
+def test_a_refused_in_place_write_changes_nothing(rng):
+    """Writes PyTorch refuses (into a parameter while recording) either work as written or
+    raise with the tensor unchanged: never half-applied."""
+    start = rng.standard_normal((3, 4)).astype(np.float32)
+    writes = {
+        "+=": lambda p: p.__iadd__(1.0),
+        "*=": lambda p: p.__imul__(2.0),
+        "mask": lambda p: p.__setitem__(p > 0, 0.0),
+        "index": lambda p: p.__setitem__((slice(None), 1), 7.0),
+    }
+    for name, write in writes.items():
+        p = nn.Parameter(md.asarray(start))
+        # what the write gives where allowed (outside recording)
+        allowed = nn.Parameter(md.asarray(start))
+        with md.no_grad():
+            write(allowed)
+        with md.autograd.record():
+            md.sum(p * 2.0)
+            try:
+                write(p)
+            except Exception:
+                np.testing.assert_array_equal(p.numpy(), start, err_msg=name)
+                continue
+        np.testing.assert_array_equal(p.numpy(), allowed.numpy(), err_msg=name)
