@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd import no_grad
 from ..dispatch import new_tensor as _new_tensor
 from ..random import host_normal, host_uniform
 from ..tensors import Tensor
@@ -122,7 +123,8 @@ def _init(
         _write_host(t, values)
     else:
         bk = t._bk
-        t[...] = _new_tensor(bk.full(t.shape, values, t._dtype, t._dev), bk, t._dev, t._dtype)
+        with no_grad():  # initialisers write outside autograd, as PyTorch's
+            t[...] = _new_tensor(bk.full(t.shape, values, t._dtype, t._dev), bk, t._dev, t._dtype)
     return t
 
 
@@ -130,7 +132,8 @@ def _write_host(t: Tensor, values: np.ndarray) -> None:
     dt = t._dtype
     arr = values if values.dtype == dt.numpy else values.astype(dt.numpy)
     bk = t._bk
-    t[...] = _new_tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
+    with no_grad():
+        t[...] = _new_tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
 
 
 def _floating(t: Any, name: str) -> None:
