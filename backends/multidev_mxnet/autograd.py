@@ -11,8 +11,9 @@ counts as holding a gradient once a backward wrote it (``_fresh_grad``), until i
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import mxnet as mx
@@ -89,11 +90,48 @@ def _np_array(x: Any) -> Any:
     return x
 
 
+class ImplicitRecording:
+    """MXNet records (in train mode, as ``autograd.record()``) from enter to exit; exit
+    restores the state from before enter, also where a pause entered in between ends after
+    it (``Autograd.no_grad``)."""
+
+    __slots__ = ("before", "closed")
+
+    def __init__(self) -> None:
+        self.before = (False, False)
+        self.closed = False
+
+    def __enter__(self) -> ImplicitRecording:
+        recording = mx.autograd.set_recording(True)
+        self.before = (recording, mx.autograd.set_training(True))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.closed = True
+        self.restore()
+
+    def restore(self) -> None:
+        """Recording and train mode as before enter."""
+        mx.autograd.set_recording(self.before[0])
+        mx.autograd.set_training(self.before[1])
+
+
 class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
-    no_grad = staticmethod(lambda recordings: mx.autograd.pause())
+    #: backward() without record() records in an ImplicitRecording (multidev.autograd)
+    implicit_record = ImplicitRecording
+
+    @staticmethod
+    @contextlib.contextmanager
+    def no_grad(recordings: Sequence[Any]) -> Iterator[None]:
+        with mx.autograd.pause():
+            yield
+        for rec in recordings:  # one that ended inside: the state from before it, not now
+            if isinstance(rec, ImplicitRecording) and rec.closed:
+                rec.restore()
+
     native_module = NativeBlock
 
     def backward(self, loss, gradient, recording, retain_graph: bool) -> bool:

@@ -39,7 +39,7 @@ from multidev.tracing import tracing, untraceable
 from . import fill, updates
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES
-from .indexing import setitem
+from .indexing import recorded_setitem, setitem
 from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, traced_write
 from .ops import FLOATS
 
@@ -131,6 +131,8 @@ class Backend(Jit, Autograd, AdapterBase):
         if tracing() and (new := traced_write(x, key, value)) is not None:
             return new  # a buffer written whole: the graph's new value (jit.traced_write)
         untraceable(WRITES_IN_PLACE)
+        if mx.autograd.is_recording():
+            return recorded_setitem(x, key, value)
         return setitem(x, key, value)
 
     seed = staticmethod(mx.random.seed)

@@ -3,14 +3,16 @@ assignment kernels lack bool), and bounds-checked index arrays for assignment.""
 
 from __future__ import annotations
 
+import mxnet as mx
 import numpy as np
 from mxnet import np as mnp
 
+from multidev.errors import AutogradError
 from multidev.indexing import bool_mask_ndim, checked_key, key_items
 
 from .fill import F64, exact_float64, full
 
-__all__ = ["BOOL", "INT64", "UINT8", "getitem", "like", "setitem"]
+__all__ = ["BOOL", "INT64", "UINT8", "getitem", "like", "recorded_setitem", "setitem"]
 
 BOOL = np.dtype(np.bool_)
 UINT8 = np.dtype(np.uint8)
@@ -102,3 +104,45 @@ def setitem(x, key, value):
             raise
         _write_zero_dim(x, key, value)
     return x
+
+
+def _in_graph(a) -> bool:
+    """Whether ``a`` is a recorded result or a variable of MXNet's autograd graph."""
+    try:
+        mx.autograd.get_symbol(a)
+    except mx.base.MXNetError:
+        return False
+    return True
+
+
+def recorded_setitem(x, key, value):
+    """``x[key] = value`` while MXNet records: in place where neither side is in the graph,
+    else a new array with PyTorch's gradients (the overwritten elements get none, the written
+    value gets theirs), since MXNet refuses in-place writes on recorded arrays only after
+    making them. Raises ``AutogradError`` before changing anything where a parameter (a
+    variable with a gradient buffer) would be written, as PyTorch does, or where an array
+    value from the graph goes to part of ``x``."""
+    if x.grad is not None:
+        raise AutogradError(
+            "Expected no in-place write into a parameter while gradients are recorded. "
+            "Received: a write into a tensor that requires grad. Write it under "
+            "`with md.no_grad():` (or through p.data), as in PyTorch."
+        )
+    scalar = isinstance(value, _SCALARS)
+    if not _in_graph(x) and (scalar or not _in_graph(value)):
+        return setitem(x, key, value)
+    if key is Ellipsis or (type(key) is tuple and key in ((), (Ellipsis,))):
+        if scalar:  # x's old values no longer count
+            return full(x.shape, value, x.dtype, x.ctx)
+        return mnp.broadcast_to(value, x.shape).copy()
+    if not scalar and _in_graph(value):
+        raise AutogradError(
+            "Expected a value outside the recorded graph, or a write to the whole tensor, "
+            f"for x[key] = value on a recorded tensor. Received: key {key!r} and a value "
+            "computed from parameters. Build the result out of place (md.where, md.concat), "
+            "as MXNet records no partial writes."
+        )
+    with mx.autograd.pause():
+        mask = setitem(mnp.zeros(x.shape, dtype=BOOL, ctx=x.ctx), key, True)
+        values = setitem(mnp.zeros(x.shape, dtype=x.dtype, ctx=x.ctx), key, value)
+    return mnp.where(mask, values, x)

@@ -31,12 +31,29 @@ class Recording(tf.GradientTape):
     def __init__(self) -> None:
         super().__init__(persistent=True)
         self.done: list[Any] = []
+        #: whether its with block ended
+        self.closed = False
 
     def pause(self) -> contextlib.AbstractContextManager:
         """No recording until exit (``no_grad``, ``backward``). The tape records right now
-        only inside its ``with`` block and outside every pause (``stop_recording`` is one
-        level deep: a pause inside a pause leaves the tape as it is)."""
-        return self.stop_recording() if self._recording else contextlib.nullcontext()
+        only inside its ``with`` block and outside every pause (a pause inside a pause leaves
+        the tape as it is)."""
+        return self._stopped() if self._recording else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _stopped(self) -> Iterator[None]:
+        """``stop_recording``, except that a tape whose ``with`` block ended during the pause
+        (an implicit recording ended by ``record()`` or ``zero_grad``) stays ended."""
+        self._pop_tape()
+        try:
+            yield
+        finally:
+            if not self.closed:
+                self._push_tape()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.closed = True
+        super().__exit__(*exc)
 
 
 class NativeBlock(NativeBlockMixin, tf.Module):
@@ -56,6 +73,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on TensorFlow."""
 
     record = Recording
+    #: backward() without record() uses an implicit Recording (multidev.autograd)
+    implicit_record = True
     native_module = NativeBlock
     grad = staticmethod(lambda var: getattr(var, _GRAD, None))
     set_grad = staticmethod(lambda var, value: setattr(var, _GRAD, value))

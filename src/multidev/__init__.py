@@ -21,7 +21,7 @@ from . import fft as fft  # md.fft: the Array API's FFT extension
 from . import linalg as linalg  # md.linalg: the Array API's linear-algebra extension
 from . import methods as methods  # attaches the operators and methods of Tensor
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
-from .autograd import no_grad
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .checkpoint import load, save
 from .compat import FloatTensor, allclose, cat, mm, randint, randperm
 from .creation import (
@@ -203,6 +203,7 @@ __all__ = [
     "devices",
     "distributed",
     "divide",
+    "enable_grad",
     "equal",
     "exp",
     "expand_dims",
@@ -223,6 +224,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "is_grad_enabled",
     "jit",
     "less",
     "linalg",
@@ -258,6 +260,7 @@ __all__ = [
     "reshape",
     "save",
     "set_backend",
+    "set_grad_enabled",
     "sin",
     "sqrt",
     "square",

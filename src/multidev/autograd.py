@@ -26,17 +26,22 @@ from . import registry
 from .dispatch import asarray, to, to_backend
 from .errors import AutogradError
 from .tensors import Tensor
-from .tracing import untraceable
+from .tracing import tracing, untraceable
 
 __all__ = [
     "autograd_backends",
     "backward",
+    "begin_implicit",
+    "enable_grad",
+    "end_implicit",
+    "is_grad_enabled",
     "is_recording",
     "keep_last_recording",
     "no_grad",
     "paused",
     "record",
     "register_post_backward_hook",
+    "set_grad_enabled",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +54,11 @@ _active: contextvars.ContextVar[tuple[tuple[Any, Any], ...]] = contextvars.Conte
 _last: contextvars.ContextVar[MappingProxyType] = contextvars.ContextVar(
     "multidev_last_recording", default=MappingProxyType({})
 )
+
+#: adapter -> its implicit recording (see ``begin_implicit``), open until backward/zero_grad
+_implicit: dict[Any, Any] = {}
+#: [whether gradients are recorded (md.is_grad_enabled), the pause that disables them or None]
+_grad_state: list[Any] = [True, None]
 
 #: id -> hook(adapter) run after every successful backward(), in registration order
 _post_backward: dict[int, Callable[[Any], None]] = {}
@@ -85,9 +95,10 @@ class record:
     ``backward`` raises ``md.AutogradError``.
     """
 
-    __slots__ = ("_bk", "_rec", "_token")
+    __slots__ = ("_bk", "_enabled", "_rec", "_token")
 
     def __init__(self) -> None:
+        self._enabled = True
         self._bk: Any = None
         self._rec: Any = None
         self._token: Any = None
@@ -101,6 +112,10 @@ class record:
         bk = registry.current()
         start = getattr(bk, "record", None)
         self._bk = bk
+        if bk in _implicit:  # record() starts its own recording, as before implicit ones
+            end_implicit(bk)
+        self._enabled = bool(_grad_state[0])
+        _set_enabled(True)  # record() inside no_grad() records, as enable_grad()
         if start is not None:
             rec = start()
             rec.__enter__()
@@ -113,6 +128,7 @@ class record:
         rec, bk = self._rec, self._bk
         self._rec = self._bk = None
         if rec is None:
+            _set_enabled(self._enabled)
             return
         token, self._token = self._token, None
         try:
@@ -121,38 +137,135 @@ class record:
             if token is not None:
                 _active.reset(token)
                 _last.set(MappingProxyType({**_last.get(), bk: rec}))
+            _set_enabled(self._enabled)
 
 
-class no_grad:
+def is_grad_enabled() -> bool:
+    """Whether operations are recorded for ``backward()`` here (PyTorch's
+    ``torch.is_grad_enabled``): False inside ``md.no_grad()`` or after
+    ``md.set_grad_enabled(False)``."""
+    return bool(_grad_state[0])
+
+
+def _set_enabled(mode: bool) -> None:
+    """Turn recording on or off on the active backend (its recordings paused while off)."""
+    if mode == _grad_state[0]:
+        return
+    if mode:
+        cm, _grad_state[1] = _grad_state[1], None
+        _grad_state[0] = True
+        if cm is not None:
+            cm.__exit__(None, None, None)
+        return
+    cm = paused(registry.current())
+    if cm is not None:
+        cm.__enter__()
+    _grad_state[0], _grad_state[1] = False, cm
+
+
+class set_grad_enabled:
+    """``md.set_grad_enabled(mode)``: record operations for ``backward()`` (True) or not
+    (False), as PyTorch's ``torch.set_grad_enabled``. As a call it switches the mode at once;
+    as ``with md.set_grad_enabled(mode):`` or a decorator it restores the mode from before
+    on exit."""
+
+    __slots__ = ("_mode", "_stack")
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = bool(mode)
+        self._stack: list[bool] = [bool(_grad_state[0])]
+        _set_enabled(self._mode)
+
+    def __enter__(self) -> set_grad_enabled:
+        if not self._stack:  # entered again (a decorator's later call)
+            self._stack.append(bool(_grad_state[0]))
+            _set_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _set_enabled(self._stack.pop())
+
+    def __call__(self, func: F) -> F:
+        mode = self._mode
+        self.__exit__(None, None, None)  # as a decorator: the mode applies in calls only
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class _GradMode:
+    """A context manager and decorator that sets the grad mode until exit."""
+
+    __slots__ = ("_stack",)
+    _mode = False
+
+    def __init__(self) -> None:
+        self._stack: list[bool] = []
+
+    def __enter__(self) -> Any:
+        self._stack.append(bool(_grad_state[0]))
+        _set_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _set_enabled(self._stack.pop())
+
+    def __call__(self, func: F) -> F:
+        cls = type(self)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with cls():
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradMode):
     """Run without recording: ``with md.no_grad(): ...`` or as a decorator ``@md.no_grad()``.
 
     Nothing computed inside can be differentiated, and it costs no recording memory.
     """
 
-    __slots__ = ("_stack",)
+    __slots__ = ()
+    _mode = False
 
-    def __init__(self) -> None:
-        self._stack: list[Any] = []
 
-    def __enter__(self) -> no_grad:
-        cm = paused(registry.current())
-        if cm is not None:
-            cm.__enter__()
-        self._stack.append(cm)
-        return self
+class enable_grad(_GradMode):
+    """Record again inside ``md.no_grad()`` (PyTorch's ``torch.enable_grad``):
+    ``with md.enable_grad(): ...`` or ``@md.enable_grad()``."""
 
-    def __exit__(self, *exc: Any) -> None:
-        cm = self._stack.pop()
-        if cm is not None:
-            cm.__exit__(*exc)
+    __slots__ = ()
+    _mode = True
 
-    def __call__(self, func: F) -> F:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with no_grad():
-                return func(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+def begin_implicit() -> None:
+    """Open the implicit recording of the active backend where it needs one (TensorFlow,
+    MXNet: the adapter's ``implicit_record``) so that ``loss.backward()`` works without
+    ``record()``, as in PyTorch. A Block call opens it when gradients are enabled and no
+    recording of that backend is open; ``backward()``, ``zero_grad`` and ``record()`` end
+    it (backward() opens a fresh one), so it holds the operations since the last of those:
+    at most one forward in a training loop."""
+    bk = registry.current()
+    make = getattr(bk, "implicit_record", None)
+    if bk in _implicit or not _grad_state[0] or not make:
+        return
+    if tracing() or _compiling(bk) or any(b is bk for b, _ in _active.get()):
+        return  # a compiled function's trace records on its own
+    rec = (bk.record if make is True else make)()  # type: ignore[attr-defined]
+    rec.__enter__()
+    _implicit[bk] = rec
+
+
+def end_implicit(bk: Any) -> None:
+    """Close and free the implicit recording of ``bk``, if one is open."""
+    rec = _implicit.pop(bk, None)
+    if rec is not None:
+        rec.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
@@ -183,7 +296,11 @@ def paused(bk: Any) -> Any:
         return None
     if _compiling(bk):
         return pause(())
-    return pause([r for b, r in _active.get() if b is bk])
+    recs = [r for b, r in _active.get() if b is bk]
+    implicit = _implicit.get(bk)
+    if implicit is not None:
+        recs.append(implicit)
+    return pause(recs)
 
 
 def is_recording() -> bool:
@@ -274,17 +391,23 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
                 rec = r
                 break
         last = _last.get()
-        from_last = rec is None
-        if from_last:
+        implicit = _implicit.get(bk) if rec is None else None
+        from_last = rec is None and implicit is None
+        if implicit is not None:
+            rec = implicit
+        elif from_last:
             rec = last.get(bk)
-    if not bk.backward(t._native, native_grad, rec, bool(retain_graph)):
+    found = bk.backward(t._native, native_grad, rec, bool(retain_graph))
+    if rec is not None and rec is _implicit.get(bk) and not retain_graph:
+        end_implicit(bk)
+        begin_implicit()  # the next forward is recorded too, Block or plain ops
+    if not found:
         raise AutogradError(
-            f"Expected a tensor computed from trainable parameters inside `with "
-            f"md.autograd.record():`. Received: a tensor with no recorded computation on the "
-            f"{bk.name} backend (computed outside record(), under md.no_grad(), from no "
-            "Parameter, or from a recording an earlier backward() already freed). Compute the "
-            "loss inside md.autograd.record(), or pass retain_graph=True to the earlier "
-            "backward()."
+            f"Expected a tensor computed from trainable parameters with gradients enabled. "
+            f"Received: a tensor with no recorded computation on the {bk.name} backend "
+            "(computed under md.no_grad(), from no Parameter, or from a recording an earlier "
+            "backward() already freed). Compute the loss outside md.no_grad(), or pass "
+            "retain_graph=True to the earlier backward()."
         )
     if from_last and rec is not None and not retain_graph:
         _last.set(MappingProxyType({b: r for b, r in last.items() if b is not bk}))

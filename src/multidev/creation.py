@@ -126,8 +126,10 @@ def as_leaf(t: Tensor, requires_grad: bool) -> Tensor:
             f"Expected a floating-point dtype for requires_grad=True. Received: {t.dtype}. "
             "Pass dtype=md.float32."
         )
+    from .autograd import begin_implicit
     from .nn.parameter import Parameter
 
+    begin_implicit()  # ops on it are recorded for backward(), as in PyTorch
     return Parameter(t)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import registry
-from .autograd import keep_last_recording
+from .autograd import end_implicit, keep_last_recording
 from .device import as_device
 from .distributed.group import DistributedError
 from .dtypes import float64
@@ -315,6 +315,9 @@ class Jitted:
         else:
             reach = _reachable(self.fn, args, kwargs)
             bk = _adapter_of(reach[0])
+        # a compiled function records (and differentiates) on its own: an implicit recording
+        # left open by eager code would record the whole call as one more op
+        end_implicit(bk)
         run = getattr(bk, "jit_run", None)
         if run is not None:  # the adapter compiles and runs it (MXNet's hybridized forwards)
             blocks, opts = reach or _reachable(self.fn, args, kwargs)
@@ -513,6 +516,7 @@ class Jitted:
             for t, n in zip(held, held_in, strict=True):
                 t._native = n
             try:
+                end_implicit(bk)  # eager code before the trace is not part of it
                 with keep_last_recording(), inside():
                     out = fn(*args, **kwargs)
                 out_buffers = [m._buffers[name]._native for m, name in slots]

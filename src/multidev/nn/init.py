@@ -135,7 +135,8 @@ def _write_host(t: Tensor, values: np.ndarray) -> None:
     dt = t._dtype
     arr = values if values.dtype == dt.numpy else values.astype(dt.numpy)
     bk = t._bk
-    t[...] = _new_tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
+    with no_grad():
+        t[...] = _new_tensor(bk.from_numpy(arr, t._dev), bk, t._dev, dt)
 
 
 def _floating(t: Any, name: str) -> None:

@@ -16,6 +16,8 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import begin_implicit as _begin_implicit
+from ..autograd import no_grad as _no_grad
 from ..device import as_device, check_available
 from ..dispatch import new_tensor as _new_tensor
 from ..errors import StateDictError
@@ -87,6 +89,7 @@ class Block:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _begin_implicit()
         if self._lazy:
             self._maybe_build(args, kwargs)
         return self.forward(*args, **kwargs)
@@ -522,7 +525,8 @@ class Block:
             if isinstance(target, UninitializedParameter):
                 target._materialize(value, replay=False)
             else:
-                target[...] = value
+                with _no_grad():  # a copy outside autograd, as PyTorch's
+                    target[...] = value
         return IncompatibleKeys(missing, unexpected)
 
     def _lazy_shapes(self, state_dict: Any) -> dict[str, tuple[int | str, ...]]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import registry
+from ..autograd import end_implicit, no_grad
 from ..device import as_device, check_available
 from ..dispatch import asarray
 from ..dispatch import device_for as _device
@@ -88,7 +89,8 @@ class Parameter(Tensor):
     def data(self, value: Any) -> None:
         t = same_backend(self, value)
         if t.shape == self.shape:
-            self[...] = t.to(self._dev)
+            with no_grad():  # outside autograd, as in PyTorch, implicit recording included
+                self[...] = t.to(self._dev)
             return
         t = t.to(self._dev)
         self._dtype = t._dtype
@@ -290,6 +292,9 @@ def clear_grads(params: Iterable[Parameter]) -> None:
     it (the optional hook: drop the gradients of a list of variables at once), the per-variable
     ``set_grad(var, None)`` elsewhere."""
     batched: dict[int, tuple[Callable[[list[Any]], None], list[Parameter]]] = {}
+    params = list(params)
+    for bk in {id(p._bk): p._bk for p in params}.values():
+        end_implicit(bk)  # zero_grad ends a forward that no backward used
     for p in params:
         hook = getattr(p._bk, "clear_grads", None)
         if hook is None or p._var is None:

@@ -40,6 +40,7 @@ SECTIONS = (
     "custom",
     "checkpoint",
     "autograd",
+    "grad_mode",
     "native_interop",
     "recurrent",
     "attention",

@@ -1,0 +1,198 @@
+"""Section "grad mode": gradients recorded as in PyTorch (``loss.backward()`` without
+``md.autograd.record()``), ``md.no_grad``, ``md.set_grad_enabled``, ``md.enable_grad``,
+``md.is_grad_enabled``, and in-place writes on recorded tensors that never half-apply."""
+
+# p.grad (a Tensor or None) is read right after backward(): a None fails the test there
+# mypy: disable-error-code="union-attr"
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import multidev as md
+from multidev import nn
+
+autograd = pytest.mark.requires("autograd")
+
+
+def _net() -> nn.Sequential:
+    md.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def _data(rng) -> tuple[md.Tensor, md.Tensor]:
+    x = md.asarray(rng.standard_normal((5, 4)).astype(np.float32))
+    y = md.asarray(rng.standard_normal((5, 2)).astype(np.float32))
+    return x, y
+
+
+def _grads(net: nn.Block) -> dict[str, np.ndarray]:
+    return {n: p.grad.numpy().copy() for n, p in net.named_parameters()}
+
+
+def _assert_same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-6, atol=1e-7, err_msg=k)
+
+
+@autograd
+def test_backward_without_record_equals_the_recorded_one(rng):
+    x, y = _data(rng)
+    net = _net()
+    with md.autograd.record():
+        loss = md.mean((net(x) - y) ** 2)
+    loss.backward()
+    recorded = _grads(net)
+    opt = md.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(2):  # twice: backward() starts the next implicit recording
+        opt.zero_grad()
+        loss = md.mean((net(x) - y) ** 2)
+        loss.backward()
+        _assert_same(_grads(net), recorded)
+
+
+@autograd
+def test_backward_without_record_on_plain_tensors_that_require_grad(rng):
+    x, _ = _data(rng)
+    w = md.zeros((4, 1), requires_grad=True)
+    for step in range(2):
+        loss = md.sum(md.matmul(x, w) * 2.0)
+        loss.backward()
+        expected = (step + 1) * 2.0 * x.numpy().sum(axis=0, keepdims=True).T
+        np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-5)
+
+
+@autograd
+def test_zero_grad_ends_a_forward_no_backward_used(rng):
+    x, y = _data(rng)
+    net = _net()
+    opt = md.optim.SGD(net.parameters(), lr=0.1)
+    stale = md.mean((net(x) - y) ** 2)
+    opt.zero_grad()
+    loss = md.mean((net(x) - y) ** 2)
+    loss.backward()
+    np.testing.assert_allclose(stale.numpy(), loss.numpy())
+    assert all(p.grad is not None for p in net.parameters())
+
+
+@autograd
+def test_no_grad_set_grad_enabled_and_enable_grad_nest_as_in_pytorch(rng):
+    x, y = _data(rng)
+    net = _net()
+    assert md.is_grad_enabled()
+    with md.no_grad():
+        assert not md.is_grad_enabled()
+        with md.no_grad():
+            assert not md.is_grad_enabled()
+        assert not md.is_grad_enabled()
+        with md.enable_grad():
+            assert md.is_grad_enabled()
+            loss = md.mean((net(x) - y) ** 2)
+        assert not md.is_grad_enabled()
+        unrecorded = md.mean((net(x) - y) ** 2)
+    assert md.is_grad_enabled()
+    loss.backward()
+    assert net[0].weight.grad is not None
+    with pytest.raises(md.AutogradError, match="no_grad"):
+        unrecorded.backward()
+    with md.set_grad_enabled(False):
+        assert not md.is_grad_enabled()
+        with md.set_grad_enabled(True):
+            assert md.is_grad_enabled()
+        assert not md.is_grad_enabled()
+    assert md.is_grad_enabled()
+    md.set_grad_enabled(False)  # as a call: switches at once, until switched back
+    try:
+        assert not md.is_grad_enabled()
+        off = md.mean((net(x) - y) ** 2)
+        with md.autograd.record():  # record() records anyway, as before
+            assert md.is_grad_enabled()
+            on = md.mean((net(x) - y) ** 2)
+        assert not md.is_grad_enabled()
+    finally:
+        md.set_grad_enabled(True)
+    assert md.is_grad_enabled()
+    with pytest.raises(md.AutogradError):
+        off.backward()
+    on.backward()
+
+    @md.enable_grad()
+    def recorded_forward():
+        return md.mean((net(x) - y) ** 2)
+
+    with md.no_grad():
+        inside = recorded_forward()
+        assert not md.is_grad_enabled()
+    inside.backward()
+
+
+# ------------------------------------------------------------------ in-place writes
+
+
+def _residual_and_masked(x: md.Tensor, w: nn.Parameter, mask: md.Tensor, in_place: bool):
+    """ResNet's ``Y += X`` and d2l's masked softmax ``X[~mask] = -1e6``, in place or not."""
+    y = md.matmul(x, w)
+    if in_place:
+        y += x
+        y *= 2.0
+        y[~mask] = -1e6
+        y[:, 0] = 0.5
+    else:
+        y = (y + x) * 2.0
+        y = md.where(mask, y, md.full_like(y, -1e6))
+        col = md.asarray(np.arange(y.shape[1]) == 0)
+        y = md.where(col, md.full_like(y, 0.5), y)
+    return md.sum(md.nn.functional.softmax(y, dim=-1) * md.arange(y.shape[1], dtype=md.float32))
+
+
+@autograd
+@pytest.mark.parametrize("explicit", [True, False], ids=["record", "implicit"])
+def test_in_place_writes_on_recorded_tensors_give_pytorchs_gradients(rng, explicit):
+    x = md.asarray(rng.standard_normal((3, 4)).astype(np.float32))
+    mask = md.asarray(rng.random((3, 4)) > 0.3)
+    start = rng.standard_normal((4, 4)).astype(np.float32)
+    grads, values = [], []
+    for in_place in (False, True):
+        w = md.zeros((4, 4), requires_grad=True)
+        with md.no_grad():
+            w[...] = md.asarray(start)
+        if explicit:
+            with md.autograd.record():
+                loss = _residual_and_masked(x, w, mask, in_place)
+        else:
+            loss = _residual_and_masked(x, w, mask, in_place)
+        loss.backward()
+        grads.append(w.grad.numpy())
+        values.append(loss.numpy())
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-6)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+    assert np.abs(grads[0]).sum() > 0
+
+
+@autograd
+def test_a_refused_in_place_write_changes_nothing(rng):
+    """Writes PyTorch refuses (into a parameter while recording) either work as written or
+    raise with the tensor unchanged: never half-applied."""
+    start = rng.standard_normal((3, 4)).astype(np.float32)
+    writes = {
+        "+=": lambda p: p.__iadd__(1.0),
+        "*=": lambda p: p.__imul__(2.0),
+        "mask": lambda p: p.__setitem__(p > 0, 0.0),
+        "index": lambda p: p.__setitem__((slice(None), 1), 7.0),
+    }
+    for name, write in writes.items():
+        p = nn.Parameter(md.asarray(start))
+        # what the write gives where allowed (outside recording)
+        allowed = nn.Parameter(md.asarray(start))
+        with md.no_grad():
+            write(allowed)
+        with md.autograd.record():
+            md.sum(p * 2.0)
+            try:
+                write(p)
+            except Exception:
+                np.testing.assert_array_equal(p.numpy(), start, err_msg=name)
+                continue
+        np.testing.assert_array_equal(p.numpy(), allowed.numpy(), err_msg=name)
