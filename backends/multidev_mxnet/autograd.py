@@ -120,8 +120,11 @@ class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
-    #: backward() without record() records in an ImplicitRecording (multidev.autograd)
-    implicit_record = ImplicitRecording
+    #: None: backward() needs record() on MXNet for now. An implicit recording
+    #: (ImplicitRecording) works for multidev's own code, but Gluon code that writes
+    #: parameters (set_data) while it is open meets MXNet's "already in a computational
+    #: graph" error, and two of the d2l-style cells failed under it
+    implicit_record = None
 
     @staticmethod
     @contextlib.contextmanager

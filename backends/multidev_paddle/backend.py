@@ -85,7 +85,8 @@ class Backend(Jit, Autograd, AdapterBase):
 
     name = "paddle"
     capabilities = frozenset(
-        {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
+        {"autograd", "implicit_grad", "gpu", "bfloat16", "float16", "float64", "complex"}
+        | {"dlpack", "jit"}
     )
     conformance_xfails: ClassVar[Mapping[str, str]] = {
         f"{test}[exp-complex128]": "Paddle's complex128 exp kernel is only float32-accurate"

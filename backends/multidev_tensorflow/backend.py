@@ -132,7 +132,8 @@ class Backend(Jit, Autograd, AdapterBase):
         # kernel there, on the CPU otherwise, whatever its inputs' device
         self.scoped_devices = frozenset(devices) - (set() if self._num_gpus else {self._default})
         self._strict = _StrictPlacement()
-        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
+        caps = {"autograd", "implicit_grad", "gpu", "bfloat16", "float16", "float64", "complex"}
+        caps |= {"dlpack", "jit"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)

@@ -35,7 +35,8 @@ class Backend(Jit, Autograd, AdapterBase):
 
     name = "torch"
     capabilities = frozenset(
-        {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
+        {"autograd", "implicit_grad", "gpu", "bfloat16", "float16", "float64", "complex"}
+        | {"dlpack", "jit"}
     )
     tensor_types = (torch.Tensor, torch.nn.Parameter)
     from_dlpack = staticmethod(torch.from_dlpack)

@@ -72,6 +72,7 @@ def lazy_backend(package: str) -> Callable[[str], Any]:
 CAPABILITIES = frozenset(
     {
         "autograd",  # records operations and computes gradients
+        "implicit_grad",  # backward() without record(): recorded as in PyTorch
         "gpu",  # written against the framework's CUDA API (GPUs may still be absent)
         "multi_device",  # several devices of one kind (TensorFlow logical CPUs, MXNet cpu(i))
         "bfloat16",
