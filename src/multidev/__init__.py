@@ -4,10 +4,13 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
+# mixed precision (md.autocast, md.amp.GradScaler)
+from . import amp as amp
 from . import array_api, autograd, compat, cuda, data, distributed, nn, optim, parallel
 from . import fft as fft  # md.fft: the Array API's FFT extension
 from . import linalg as linalg  # md.linalg: the Array API's linear-algebra extension
 from . import methods as methods  # attaches the operators and methods of Tensor
+from .amp import autocast
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import no_grad
 from .checkpoint import load, save
@@ -229,3 +232,5 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += array_api.__all__
+# mixed precision
+__all__ += ["amp", "autocast"]
