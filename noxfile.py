@@ -29,7 +29,7 @@ EXTRAS = {
     "torch": "torch,test,interop",
     "tensorflow": "tensorflow,test,interop",
     "paddle": "paddle,test,interop",
-    "mxnet": "mxnet,test",
+    "mxnet": "mxnet,test,digits",
 }
 SHARED = ROOT / ".nox" / "_shared"
 
