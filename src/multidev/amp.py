@@ -25,6 +25,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from . import dtypes as _dt
+from .dispatch import call as _call
+from .dispatch import cast as _cast
+from .dispatch import wrap as _wrap
 from .tensors import Tensor
 
 __all__ = ["POLICY", "GradScaler", "autocast", "autocast_dtype"]
@@ -73,8 +76,6 @@ def cast(op: str, *xs: Any) -> tuple[Any, ...]:
     if low is None:
         return xs
     target = low if POLICY[op] == "lower" else _dt.float32
-    from .ops import astype
-
     out = []
     for x in xs:
         if (
@@ -84,7 +85,7 @@ def cast(op: str, *xs: Any) -> tuple[Any, ...]:
             and x._dtype is not target
             and "autograd" in x._bk.capabilities
         ):
-            x = astype(x, target, copy=False)
+            x = _cast(x, target)  # the framework's own cast: differentiable
         out.append(x)
     return tuple(out)
 
@@ -250,8 +251,6 @@ class GradScaler:
             )
         if state[0] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        from . import ops
-
         inv = _f32(1.0 / self._scale)  # float64 reciprocal rounded to float32, as torch does
         checks = []
         for group in optimizer.param_groups:
@@ -259,17 +258,17 @@ class GradScaler:
                 g = p.grad
                 if g is None:
                     continue
-                # 0 * g is 0 for a finite element and NaN for inf or NaN: one sum per
-                # gradient, added on the device, and one transfer to the host below.
-                checks.append(ops.sum(g * 0.0).astype(_dt.float32))
+                # one reduction per gradient, combined on the device: one transfer below
+                finite = _wrap(g, _call(g, "isfinite", g._native), _dt.bool)
+                checks.append(_wrap(g, _call(g, "all", finite._native, None, False), _dt.bool))
                 p.grad = g * inv
         found = False
         if checks:
             dev = checks[0].device
             total = checks[0]
             for c in checks[1:]:
-                total = total + c.to(dev)
-            found = not math.isfinite(total.item())
+                total = total & c.to(dev)
+            found = not bool(total.item())
         state[0], state[1] = _UNSCALED, found
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
