@@ -4,6 +4,8 @@ MXNet or the NumPy reference backend, chosen with ``MULTIDEV_BACKEND``.
 Importing multidev imports no framework; the first use of the backend does.
 """
 
+# mixed precision (md.autocast, md.amp.GradScaler)
+from . import amp as amp
 from . import (
     array_api,
     autograd,
@@ -20,6 +22,7 @@ from . import (
 from . import fft as fft  # md.fft: the Array API's FFT extension
 from . import linalg as linalg  # md.linalg: the Array API's linear-algebra extension
 from . import methods as methods  # attaches the operators and methods of Tensor
+from .amp import autocast
 from .array_api import *  # noqa: F403  (the rest of the Array API namespace)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .checkpoint import load, save
@@ -310,3 +313,5 @@ __all__ += [  # PyTorch's top-level names (coming from PyTorch)
     "topk",
     "unsqueeze",
 ]
+# mixed precision
+__all__ += ["amp", "autocast"]

@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any, overload
 
+from . import amp as _amp
 from . import dtypes as _dt
 from .dispatch import (
     ARITH,
@@ -179,6 +180,8 @@ def minimum(x, y) -> Tensor:
 
 def matmul(x, y) -> Tensor:
     """Matrix product ``x @ y`` (NumPy's rules for 1-d and batched operands)."""
+    if _amp.ACTIVE:
+        x, y = _amp.cast("matmul", x, y)
     return as_tensor(x) @ as_tensor(y, x)
 
 
@@ -282,12 +285,16 @@ def _accumulator(x: Tensor, dtype: Any) -> Tensor:
 def sum(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``axis``; bool and integer input sum in int64, as in PyTorch, unless
     ``dtype`` names the accumulator."""
+    if _amp.ACTIVE:
+        (x,) = _amp.cast("sum", x)
     x = _accumulator(as_tensor(x), dtype)
     return wrap(x, call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def prod(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     """Product over ``axis``; accumulates like ``sum``."""
+    if _amp.ACTIVE:
+        (x,) = _amp.cast("prod", x)
     x = _accumulator(as_tensor(x), dtype)
     return wrap(x, call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops as _ops
 from ..dispatch import as_tensor as _tensor
@@ -78,11 +79,15 @@ def softmax(x, dim: int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably; ``dim`` in ``[-ndim, ndim)`` (a 0-d
     tensor takes 0 or -1); an empty axis gives an empty result. Raises ValueError for another
     ``dim``."""
+    if _amp.ACTIVE:
+        (x,) = _amp.cast("softmax", x)
     return _normalize("softmax", x, dim)
 
 
 def log_softmax(x, dim: int = -1) -> Tensor:
     """log(softmax(x)) along ``dim``, computed stably; ``dim`` as in ``softmax``."""
+    if _amp.ACTIVE:
+        (x,) = _amp.cast("log_softmax", x)
     return _normalize("log_softmax", x, dim)
 
 
@@ -153,6 +158,8 @@ def linear(x, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
     Uses the framework's own fused linear op where the adapter provides one.
     """
+    if _amp.ACTIVE:
+        x, weight, bias = _amp.cast("linear", x, weight, bias)
     if not isinstance(x, Tensor):
         x = _tensor(x, weight)
     bk = x._bk

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
 from ..autograd import no_grad
@@ -135,6 +136,8 @@ def conv2d(
     the extra row/column at the bottom/right, as PyTorch). Raises ValueError for inconsistent
     shapes.
     """
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("conv2d", input, weight, bias)
     x, (a, w, b), dt = _operands(input, weight, bias)
     _check_ndim(x, 4, "(N, C_in, H, W)", "conv2d")
     if weight.ndim != 4:
@@ -183,6 +186,8 @@ def conv1d(
 ) -> Tensor:
     """1-D cross-correlation of an (N, C_in, L) input with a weight (C_out, C_in / groups, k),
     as ``torch.nn.functional.conv1d``; runs as a 2-D convolution of unit height."""
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("conv1d", input, weight, bias)
     x = _tensor(input, weight)
     _check_ndim(x, 3, "(N, C_in, L)", "conv1d")
     if weight.ndim != 3:
@@ -217,6 +222,8 @@ def conv_transpose2d(
     """Transposed 2-D convolution (the gradient of ``conv2d`` with respect to its input) with a
     weight of shape (C_in, C_out / groups, kH, kW), as ``torch.nn.functional.conv_transpose2d``.
     """
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("conv_transpose2d", input, weight, bias)
     x, (a, w, b), dt = _operands(input, weight, bias)
     _check_ndim(x, 4, "(N, C_in, H, W)", "conv_transpose2d")
     if weight.ndim != 4:
@@ -497,6 +504,8 @@ def batch_norm(
     means a cumulative average is wanted: pass the factor explicitly then. Otherwise uses the
     running statistics.
     """
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("batch_norm", input, weight, bias)
     x, (a, w, b), dt = _operands(input, weight, bias)
     shape4 = _channel_shape(x, "batch_norm")
     c = shape4[1]
@@ -557,6 +566,8 @@ def group_norm(
     """Normalise each group of ``C / num_groups`` channels of an (N, C, ...) input over the
     group's channels and positions, then scale and shift per channel, as
     ``torch.nn.functional.group_norm``."""
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("group_norm", input, weight, bias)
     x, (a, w, b), dt = _operands(input, weight, bias)
     if x.ndim < 2:
         raise ValueError(f"Expected an input of shape (N, C, ...). Received: shape {x.shape}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
 from ..creation import arange
@@ -42,6 +43,8 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     ``y.reshape(y_hat.shape)``), since broadcasting (n, 1) against (n,) would silently
     compare every prediction with every target.
     """
+    if _amp.ACTIVE:
+        input, target = _amp.cast("mse_loss", input, target)
     _check_reduction(reduction)
     x = _floating(_tensor(input))
     y = _tensor(target, x)
@@ -92,6 +95,8 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     asynchronously, MXNet's error where the loss is read instead; inside ``md.jit``, the
     framework's own error when the compiled step runs).
     """
+    if _amp.ACTIVE:
+        (input,) = _amp.cast("cross_entropy", input)
     _check_reduction(reduction)
     logits = _floating(_tensor(input))
     labels = _tensor(target, logits)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
 from ..dispatch import as_tensor as _tensor
@@ -160,6 +161,8 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the last ``len(normalized_shape)`` axes (biased variance), then scale by
     ``weight`` and shift by ``bias`` (each of shape ``normalized_shape``)."""
+    if _amp.ACTIVE:
+        input, weight, bias = _amp.cast("layer_norm", input, weight, bias)
     x = _floating(_tensor(input))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
@@ -232,6 +235,14 @@ def scaled_dot_product_attention(
     drops attention weights with multidev's host generator (same elements on every backend);
     pass 0 in evaluation. ``scale`` defaults to 1/sqrt(E).
     """
+    if _amp.ACTIVE and _amp.autocast_dtype() is not None:
+        query, key, value, attn_mask = _amp.cast(
+            "scaled_dot_product_attention", query, key, value, attn_mask
+        )
+        with _amp.autocast(enabled=False):  # one op, as in PyTorch: its softmax stays low
+            return scaled_dot_product_attention(
+                query, key, value, attn_mask, dropout_p, is_causal, scale
+            )
     q = _floating(_tensor(query))
     k, v = _tensor(key, q), _tensor(value, q)
     _same_float(q, k, v)
