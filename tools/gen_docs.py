@@ -37,6 +37,7 @@ PUBLIC_MODULES = (
     "multidev.callbacks",
     "multidev.metrics",
     "multidev.d2l",
+    "multidev.amp",
     "multidev.autograd",
     "multidev.distributed",
     "multidev.parallel",
