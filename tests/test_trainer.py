@@ -96,8 +96,10 @@ def test_fit_without_autograd_says_so():
 
 
 def test_bad_arguments_are_typed_errors():
-    with pytest.raises(md.UnsupportedOperationError, match="precision"):
-        md.Trainer(1, precision="16-mixed")
+    with pytest.raises(ValueError, match="precision"):
+        md.Trainer(1, precision="64-mixed")
+    with pytest.raises(md.UnsupportedOperationError, match="jit=False"):
+        md.Trainer(1, precision="16-mixed", jit=True)
     with pytest.raises(ValueError, match="max_epochs"):
         md.Trainer(-1)
     with pytest.raises(TypeError, match="callbacks"):
@@ -125,6 +127,45 @@ def _hand_loop(epochs: int, clip: float | None) -> list[float]:
             total += loss.item() * X.shape[0]
         out.append(total / N)
     return out
+
+
+def _hand_mixed_loop(epochs: int, dtype: md.DType, scaled: bool) -> list[float]:
+    """The hand-written loop of PyTorch's mixed-precision recipe: autocast around the forward
+    pass and loss, and for float16 a GradScaler around backward and step."""
+    net, loader = _net(), _loader()
+    opt = md.optim.Adam(net.parameters(), lr=0.01)
+    scaler = md.amp.GradScaler() if scaled else None
+    out = []
+    for _ in range(epochs):
+        total = 0.0
+        for X, y in loader:
+            with md.autograd.record(), md.autocast(dtype):
+                loss = F.cross_entropy(net(X), y)
+                scaled = loss if scaler is None else scaler.scale(loss)  # recorded too
+            scaled.backward()
+            if scaler is None:
+                opt.step()
+            else:
+                scaler.step(opt)
+                scaler.update()
+            opt.zero_grad()
+            total += loss.item() * X.shape[0]
+        out.append(total / N)
+    return out
+
+
+@needs_autograd
+@pytest.mark.skipif("bfloat16" not in BK.capabilities, reason=f"{BK.name} has no bfloat16")
+@pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])
+def test_mixed_precision_fit_equals_the_hand_written_recipe(precision):
+    dtype, scaled = (md.bfloat16, False) if precision == "bf16-mixed" else (md.float16, True)
+    trainer = _trainer(precision=precision)
+    history = trainer.fit(_net(), _loader())
+    got = [h["loss"] for h in history]
+    np.testing.assert_allclose(got, _hand_mixed_loop(3, dtype, scaled), rtol=1e-5)
+    assert got[-1] < got[0]
+    assert all(p.dtype == md.float32 for p in trainer.model.parameters())
+    assert (trainer.scaler is not None) == scaled
 
 
 @needs_autograd

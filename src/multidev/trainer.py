@@ -18,6 +18,7 @@ batch losses (with dropout on and the weights of each batch's step, as Keras rep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -25,8 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import amp, registry
+from . import dtypes as _dt
 from . import random as _random
-from . import registry
 from .autograd import autograd_backends, no_grad, record
 from .callbacks import CSVLogger
 from .checkpoint import load, save
@@ -36,6 +38,9 @@ from .metrics import Mean, Metric
 from .optim import Optimizer
 from .optim.lr_scheduler import LRScheduler
 from .tensors import Tensor
+
+#: Trainer(precision=...) -> the autocast used ('32': none)
+_PRECISIONS = {"32": "32", "32-true": "32", "bf16-mixed": "bf16", "16-mixed": "16"}
 
 __all__ = ["Trainer"]
 
@@ -97,8 +102,10 @@ class Trainer:
     - ``max_epochs``: epochs of ``fit``.
     - ``callbacks``: ``md.callbacks`` objects or any object with the protocol's hooks.
     - ``jit``: run each training step through ``md.jit`` (the framework's compiler).
-    - ``precision``: only ``"32"`` today; other values raise
-      ``md.UnsupportedOperationError``.
+    - ``precision``: ``"32"`` (float32), ``"bf16-mixed"`` (the forward pass and loss under
+      ``md.autocast(md.bfloat16)``) or ``"16-mixed"`` (``md.autocast(md.float16)`` with an
+      ``md.amp.GradScaler``, whose state the checkpoints keep; not with ``jit=True``, since
+      the scaler reads its inf/NaN check back to the host).
     - ``gradient_clip_val``: clip the gradients' joint 2-norm to it
       (``md.nn.utils.clip_grad_norm_``) before each optimiser step.
     - ``device``: where the model and every batch go (default: where they are).
@@ -128,11 +135,15 @@ class Trainer:
     ) -> None:
         if not isinstance(max_epochs, int) or isinstance(max_epochs, bool) or max_epochs < 0:
             raise ValueError(f"Expected max_epochs to be an int >= 0. Received: {max_epochs!r}")
-        if str(precision) not in ("32", "32-true"):
+        if str(precision) not in _PRECISIONS:
+            raise ValueError(
+                f"Expected precision one of {sorted(_PRECISIONS)}. Received: {precision!r}."
+            )
+        if jit and _PRECISIONS[str(precision)] == "16":
             raise UnsupportedOperationError(
-                f"Expected precision '32' (float32 training). Received: {precision!r}. Mixed "
-                "precision is not available through the Trainer yet: train in float32, or cast "
-                "the model with model.to(md.float64) for float64."
+                "Expected jit=False with precision='16-mixed'. Received: jit=True. Its "
+                "GradScaler reads the inf/NaN check of the gradients back to the host, which "
+                "a compiled step cannot hold: use jit=False, or precision='bf16-mixed'."
             )
         if gradient_clip_val is not None and not (float(gradient_clip_val) > 0):
             raise ValueError(
@@ -150,7 +161,8 @@ class Trainer:
         self.max_epochs = max_epochs
         self.callbacks: list[Any] = list(callbacks)
         self.jit = bool(jit)
-        self.precision = "32"
+        self.precision = str(precision)
+        self.scaler: Any = None
         self.gradient_clip_val = None if gradient_clip_val is None else float(gradient_clip_val)
         self.device = device
         self.progress = bool(progress)
@@ -235,23 +247,35 @@ class Trainer:
         loss_fn: Any = self.loss_fn
         custom = hasattr(model, "training_step")
         params = list(model.parameters())
+        mixed = _PRECISIONS[self.precision]
+        low = {"bf16": _dt.bfloat16, "16": _dt.float16}.get(mixed)
+        scaler = self.scaler = amp.GradScaler() if mixed == "16" else None
 
         def step(*parts: Any) -> tuple[Any, ...]:
             # the batch's tensors as separate arguments: what md.jit flattens best
             batch = parts[0] if len(parts) == 1 and not isinstance(parts[0], Tensor) else parts
-            with record():
+            # no autocast context at all in float32: torch.compile mishandles one that is
+            # opened inside a compiled step, even disabled
+            with record(), amp.autocast(low) if low is not None else contextlib.nullcontext():
                 if custom:
                     loss, extra, outputs = _unpack(model.training_step(batch), "training_step")
                 else:
                     x, y = _split(batch)
                     outputs = model(x)
                     loss, extra = loss_fn(outputs, y), {}
-            loss.backward()
+                scaled = loss if scaler is None else scaler.scale(loss)
+            scaled.backward()
+            if scaler is not None:
+                scaler.unscale_(opt)
             if clip is not None:
                 from .nn.utils import clip_grad_norm_
 
                 clip_grad_norm_(params, clip)
-            opt.step()
+            if scaler is None:
+                opt.step()
+            else:
+                scaler.step(opt)
+                scaler.update()
             opt.zero_grad()
             return loss.detach(), extra, outputs
 
@@ -467,6 +491,7 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),  # type: ignore[union-attr]
             "schedulers": [s.state_dict() for s, _ in self.schedulers],
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "rng": _random.get_state(),
             "epoch": self.epochs_done,
             "batch_idx": 0 if self.at_epoch_end else self.batch_idx,
@@ -508,6 +533,8 @@ class Trainer:
             )
         for (sched, _), s in zip(self.schedulers, state["schedulers"], strict=True):
             sched.load_state_dict(s)
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
         if "loader" in state and isinstance(self.train_data, DataLoader):
             self.train_data.load_state_dict(state["loader"])
         _random.set_state(state["rng"])
