@@ -153,6 +153,21 @@ _TORCH_STORAGES = {
 }
 
 
+#: what unpickling a truncated or corrupted stream raises
+_DAMAGED = (
+    pickle.UnpicklingError,
+    EOFError,
+    ValueError,
+    TypeError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    OverflowError,
+    MemoryError,
+    RecursionError,
+)
+
+
 class _Restricted(pickle.Unpickler):
     """An unpickler that resolves only the names in ``allowed`` (module, name) -> callable of
     multidev's; any other global raises CheckpointError before it is looked up."""
@@ -176,6 +191,15 @@ class _Restricted(pickle.Unpickler):
                 "refused without running it",
             )
         return found
+
+    def load_checked(self) -> Any:
+        """``load()``, with the errors of a damaged pickle as CheckpointError."""
+        try:
+            return self.load()
+        except CheckpointError:
+            raise
+        except _DAMAGED as e:
+            raise _bad(self.path, f"a damaged pickle ({type(e).__name__}: {e})") from None
 
     def persistent_load(self, pid: Any) -> Any:
         if self.storage is None:
@@ -244,23 +268,7 @@ def _read_paddle(path: str) -> Any:
         data = f.read()
     if not data.startswith(b"\x80"):
         raise _bad(path, "not a pickle (Paddle's .pdparams is one); the file starts otherwise")
-    try:
-        obj = _Restricted(data, path, _numpy_names(path)).load()
-    except CheckpointError:
-        raise
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        ValueError,
-        TypeError,
-        IndexError,
-        KeyError,
-        AttributeError,
-        OverflowError,
-        MemoryError,
-        RecursionError,
-    ) as e:
-        raise _bad(path, f"a damaged pickle ({type(e).__name__}: {e})") from None
+    obj = _Restricted(data, path, _numpy_names(path)).load_checked()
     obj = _check_plain(path, obj)
     if isinstance(obj, dict):
         obj.pop("StructuredToParameterName@@", None)
@@ -358,23 +366,7 @@ def _read_torch(path: str) -> Any:
         except ImportError:  # pragma: no cover - ml_dtypes is a dependency
             pass
         unpickler = _Restricted(archive.read(pkl[0]), path, allowed, storage)
-        try:
-            obj = unpickler.load()
-        except CheckpointError:
-            raise
-        except (
-            pickle.UnpicklingError,
-            EOFError,
-            ValueError,
-            TypeError,
-            IndexError,
-            KeyError,
-            AttributeError,
-            OverflowError,
-            MemoryError,
-            RecursionError,
-        ) as e:
-            raise _bad(path, f"a damaged pickle ({type(e).__name__}: {e})") from None
+        obj = unpickler.load_checked()
     return _check_plain(path, obj)
 
 
