@@ -244,8 +244,9 @@ class enable_grad(_GradMode):
 
 
 def begin_implicit() -> None:
-    """Open the implicit recording of the active backend where it needs one (TensorFlow,
-    MXNet: the adapter's ``implicit_record``) so that ``loss.backward()`` works without
+    """Open the implicit recording of the active backend where it needs one (the adapter's
+    ``implicit_record``: TensorFlow's tape; torch and Paddle record by themselves, MXNet has
+    none yet) so that ``loss.backward()`` works without
     ``record()``, as in PyTorch. A Block call opens it when gradients are enabled and no
     recording of that backend is open; ``backward()``, ``zero_grad`` and ``record()`` end
     it (backward() opens a fresh one), so it holds the operations since the last of those:

@@ -83,15 +83,21 @@ class FloatTensor(metaclass=_TensorType):
         )
 
 
-def mm(input: Any, mat2: Any) -> Tensor:
-    """Matrix product of two 2-D tensors (``md.matmul`` for other ranks)."""
+def matmul_of_rank(name: str, rank: int, input: Any, mat2: Any) -> Tensor:
+    """``md.matmul`` of two tensors of ``rank`` dimensions (PyTorch's ``mm``, ``bmm``);
+    ValueError naming ``name`` for other ranks."""
     a, b = as_tensor(input), as_tensor(mat2, like=as_tensor(input))
-    if a.ndim != 2 or b.ndim != 2:
+    if a.ndim != rank or b.ndim != rank:
         raise ValueError(
-            f"Expected two 2-D tensors for mm. Received: shapes {a.shape} and {b.shape}. "
-            "Use md.matmul for batched or 1-D operands."
+            f"Expected two {rank}-D tensors for {name}. Received: shapes {a.shape} and "
+            f"{b.shape}. Use md.matmul for other ranks."
         )
     return ops.matmul(a, b)
+
+
+def mm(input: Any, mat2: Any) -> Tensor:
+    """Matrix product of two 2-D tensors (``md.matmul`` for other ranks)."""
+    return matmul_of_rank("mm", 2, input, mat2)
 
 
 def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Tensor:

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import array_api, ops
 from . import dtypes as _dt
+from .compat import matmul_of_rank
 from .creation import arange as _arange
 from .creation import full_like as _full_like
 from .creation import rand, randn
@@ -42,13 +43,7 @@ def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> T
 
 def bmm(input: Any, mat2: Any) -> Tensor:
     """Batched matrix product of two 3-D tensors (b, n, m) @ (b, m, p)."""
-    a, b = as_tensor(input), as_tensor(mat2, like=as_tensor(input))
-    if a.ndim != 3 or b.ndim != 3:
-        raise ValueError(
-            f"Expected two 3-D tensors for bmm. Received: shapes {a.shape} and {b.shape}. "
-            "Use md.matmul for other ranks."
-        )
-    return ops.matmul(a, b)
+    return matmul_of_rank("bmm", 3, input, mat2)
 
 
 def repeat_interleave(input: Any, repeats: Any, dim: int | None = None) -> Tensor:
