@@ -17,6 +17,9 @@ import pytest
 
 import multidev as md
 from multidev import nn
+from multidev.examples import transformer_classifier
+from multidev.examples.modern_cnns import resnet18
+from multidev.examples.rnn_language_model import VOCAB, LanguageModel
 
 NATIVE = Path(__file__).parent / "fixtures" / "native"
 FILES = {"torch": "{}.pt", "keras": "{}.weights.h5", "paddle": "{}.pdparams", "mxnet": "{}.params"}
@@ -28,8 +31,18 @@ except ImportError:
     HAS_H5PY = False
 
 
+#: the d2l zoo models of multidev.examples, at the sizes tools/make_native_weights.py writes
+ZOO = ("resnet18", "gru_lm", "transformer")
+
+
 def _model(kind: str, framework: str) -> nn.Block:
     md.manual_seed(123)  # values that differ from every file's
+    if kind == "resnet18":
+        return resnet18(num_classes=3, width=4)
+    if kind == "gru_lm":
+        return LanguageModel("gru", len(VOCAB))
+    if kind == "transformer":
+        return transformer_classifier.Classifier()
     if kind == "mlp":
         return nn.Sequential(
             nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 7), nn.ReLU(), nn.Linear(7, 3)
@@ -40,7 +53,7 @@ def _model(kind: str, framework: str) -> nn.Block:
     )
 
 
-@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+@pytest.mark.parametrize("kind", ["mlp", "cnn", *ZOO])
 @pytest.mark.parametrize("framework", sorted(FILES))
 def test_a_native_file_gives_the_writer_s_outputs(framework, kind):
     if framework == "keras" and not HAS_H5PY:

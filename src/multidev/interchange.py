@@ -61,6 +61,8 @@ class NativeStateDict(OrderedDict):
         from .nn import Linear
 
         own = model.state_dict(keep_vars=True)
+        if self.framework == "paddle":
+            _paddle_for_model(out, own)
         for name, module in model.named_modules():
             prefix = f"{name}." if name else ""
             key = prefix + "weight"
@@ -458,6 +460,8 @@ def _read_mxnet(path: str) -> Any:
 
 def _mxnet_key(key: str) -> str:
     key = re.sub(r"^(arg|aux):", "", key)
+    # Gluon 1.x saves a (unidirectional) RNN layer's weights under its unfused cells' names
+    key = re.sub(r"(^|\.)_unfused\.(\d+)\.(i2h|h2h)_(weight|bias)$", r"\1l\2_\3_\4", key)
     head, _, last = key.rpartition(".")
     last = {
         "gamma": "weight",
@@ -472,6 +476,29 @@ def _mxnet_key(key: str) -> str:
             "_reverse" if side == "r" else ""
         )
     return f"{head}.{last}" if head else last
+
+
+def _paddle_for_model(out: OrderedDict[str, Any], own: dict[str, Any]) -> None:
+    """Paddle's layouts that differ from multidev's beyond one key's name, resolved in place:
+    its RNNs store each weight twice (``weight_ih_l0`` and the cell's ``0.cell.weight_ih``, one
+    tensor): the copy multidev lacks goes; its attention has separate (in, out) ``q_proj``,
+    ``k_proj`` and ``v_proj`` Linears where multidev (as PyTorch) has one (out, in)
+    ``in_proj_weight``: they are transposed and stacked in q, k, v order."""
+    from .ops import concat
+
+    for key in [k for k in out if k not in own]:
+        m = re.fullmatch(r"(.*?)(\d+)\.cell\.(weight|bias)_(ih|hh)", key)
+        if m and f"{m[1]}{m[3]}_{m[4]}_l{m[2]}" in out:
+            del out[key]
+    for key in [k for k in own if k.endswith("in_proj_weight")]:
+        head = key[: -len("in_proj_weight")]
+        parts = [f"{head}{p}_proj.weight" for p in "qkv"]
+        if key in out or not all(p in out for p in parts):
+            continue
+        out[key] = concat([_transpose(out.pop(p), (1, 0)) for p in parts], axis=0)
+        biases = [f"{head}{p}_proj.bias" for p in "qkv"]
+        if all(b in out for b in biases):
+            out[f"{head}in_proj_bias"] = concat([out.pop(b) for b in biases], axis=0)
 
 
 def _paddle_key(key: str) -> str:
