@@ -7,10 +7,14 @@ Run once per framework, in an environment that has it (the nox session venvs do)
     .nox/tests-paddle/bin/python tools/make_native_weights.py paddle
     .nox/tests-mxnet/bin/python tools/make_native_weights.py mxnet
 
-For each of two models (an MLP with square and non-square weights; a CNN with a convolution,
-BatchNorm with trained running statistics, and a Linear after Flatten) it saves the framework's
-own weights file and ``<model>.npz`` holding an input and the framework's own output for it in
-evaluation mode: what ``md.load_native`` must reproduce (tests/test_load_native.py).
+For each model (an MLP with square and non-square weights; a CNN with a convolution,
+BatchNorm with trained running statistics, and a Linear after Flatten; the d2l zoo models of
+``multidev.examples`` at small widths: ResNet-18, the GRU language model and the Transformer
+encoder classifier, written with the framework's own layers) it saves the framework's own
+weights file and ``<model>.npz`` holding an input and the framework's own output for it in
+evaluation mode: what ``md.load_native`` must reproduce (tests/test_load_native.py). The MLP's
+``.npz`` also holds its first two weight matrices in (out, in) orientation as the framework
+computes with them. Keras has no Transformer file yet (its MultiHeadAttention is not mapped).
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ def torch_models(out: Path) -> None:
         with torch.no_grad():
             y = net(torch.from_numpy(x)).numpy()
         np.savez(out / f"{name}.npz", x=x, y=y)
+    # the (out, in) matrices W of y = x W^T + b, as the writer itself computes with them
+    w = {"w0": mlp[0].weight.detach().numpy(), "w2": mlp[2].weight.detach().numpy()}
+    np.savez(out / "mlp.npz", x=X_MLP, y=np.load(out / "mlp.npz")["y"], **w)
     torch_zoo(out)
 
 
@@ -190,6 +197,59 @@ def keras_models(out: Path) -> None:
         net.save_weights(out / f"{name}.weights.h5")
         y = np.asarray(net(x, training=False))
         np.savez(out / f"{name}.npz", x=x, y=y)
+    # Keras computes x @ kernel: its (in, out) kernel transposed is the (out, in) W
+    w = {"w0": np.asarray(mlp.layers[0].kernel).T, "w2": np.asarray(mlp.layers[1].kernel).T}
+    np.savez(out / "mlp.npz", x=X_MLP, y=np.load(out / "mlp.npz")["y"], **w)
+    keras_zoo(out)
+
+
+def keras_zoo(out: Path) -> None:
+    import keras
+
+    L = keras.layers
+    cf = "channels_first"
+    keras.utils.set_random_seed(0)
+
+    def conv(cout: int, k: int, stride: int = 1) -> keras.Layer:
+        return L.Conv2D(cout, k, strides=stride, data_format=cf, bias_initializer="random_normal")
+
+    def bn() -> keras.Layer:
+        return L.BatchNormalization(axis=1, epsilon=1e-5)
+
+    pad = L.ZeroPadding2D(1, data_format=cf)  # PyTorch's padding=1 (Keras' "same" is uneven)
+
+    def residual(x, cout: int, use_1x1conv: bool = False, strides: int = 1):
+        # created in the order of multidev's Residual (conv1, conv2, conv3, bn1, bn2): Keras
+        # numbers each kind's layers in creation order, and that is how the loader pairs them
+        conv1, conv2 = conv(cout, 3, strides), conv(cout, 3)
+        conv3 = conv(cout, 1, strides) if use_1x1conv else None
+        bn1, bn2 = bn(), bn()
+        y = bn2(conv2(pad(L.ReLU()(bn1(conv1(pad(x)))))))
+        return L.ReLU()(y + (conv3(x) if conv3 is not None else x))
+
+    x = inputs = keras.Input((1, 8, 8))
+    x = L.ReLU()(bn()(conv(WIDTH, 3)(pad(x))))
+    for cin, cout, first in _stages():
+        x = residual(x, cout, use_1x1conv=not first, strides=1 if first else 2)
+        x = residual(x, cout)
+    x = L.Dense(CLASSES)(L.Flatten()(L.GlobalAveragePooling2D(data_format=cf)(x)))
+    resnet = keras.Model(inputs, x)
+    for layer in resnet.layers:
+        if isinstance(layer, L.BatchNormalization):
+            layer.set_weights(_bn_values(layer.gamma.shape[0]))
+
+    tokens = keras.Input((None,), dtype="int32")
+    h = L.Embedding(LM_VOCAB, LM_EMBED)(tokens)
+    h = L.GRU(LM_HIDDEN, return_sequences=True, bias_initializer="random_normal")(h)
+    h = L.GRU(LM_HIDDEN, return_sequences=True, bias_initializer="random_normal")(h)
+    gru_lm = keras.Model(tokens, L.Dense(LM_VOCAB)(h))
+
+    nets = {"resnet18": resnet, "gru_lm": gru_lm}
+    for name, net in nets.items():
+        net.save_weights(out / f"{name}.weights.h5")
+        x = ZOO_INPUTS[name]
+        y = np.asarray(net(x, training=False))
+        np.savez(out / f"{name}.npz", x=x, y=y)
 
 
 def paddle_models(out: Path) -> None:
@@ -211,6 +271,9 @@ def paddle_models(out: Path) -> None:
         paddle.save(net.state_dict(), str(out / f"{name}.pdparams"))
         y = net(paddle.to_tensor(x)).numpy()
         np.savez(out / f"{name}.npz", x=x, y=y)
+    # Paddle computes x @ weight: its (in, out) weight transposed is the (out, in) W
+    w = {"w0": mlp[0].weight.numpy().T, "w2": mlp[2].weight.numpy().T}
+    np.savez(out / "mlp.npz", x=X_MLP, y=np.load(out / "mlp.npz")["y"], **w)
     paddle_zoo(out)
 
 
@@ -319,6 +382,8 @@ def mxnet_models(out: Path) -> None:
         net.save_parameters(str(out / f"{name}.params"))
         y = net(mx.nd.array(x)).asnumpy()
         np.savez(out / f"{name}.npz", x=x, y=y)
+    w = {"w0": mlp[0].weight.data().asnumpy(), "w2": mlp[2].weight.data().asnumpy()}
+    np.savez(out / "mlp.npz", x=X_MLP, y=np.load(out / "mlp.npz")["y"], **w)
     mxnet_zoo(out)
 
 

@@ -536,7 +536,8 @@ def _read_keras(path: str) -> Any:
 
         def visit(name: str, obj: Any) -> None:
             if isinstance(obj, h5py.Dataset):
-                m = re.fullmatch(r"(?:.*/)?layers/([^/]+)/vars/(\d+)", name)
+                # a recurrent layer keeps its weights in its cell: layers/gru/cell/vars/0
+                m = re.fullmatch(r"(?:.*/)?layers/([^/]+)/(?:cell/)?vars/(\d+)", name)
                 if m is None:
                     return
                 if obj.dtype.kind not in _NUMERIC_KINDS or obj.size > 2**40:
@@ -569,7 +570,7 @@ def _keras_layers(sd: NativeStateDict) -> dict[str, list[tuple[int, str]]]:
 
 
 def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
-    from .nn import BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Embedding, LayerNorm, Linear
+    from .nn import GRU, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Embedding, LayerNorm, Linear
 
     kinds = _keras_layers(sd)
     used = dict.fromkeys(kinds, 0)
@@ -581,6 +582,7 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
         (BatchNorm2d, "batch_normalization"),
         (LayerNorm, "layer_normalization"),
         (Embedding, "embedding"),
+        (GRU, "gru"),
     ]
     out: OrderedDict[str, Any] = OrderedDict()
     own = model.state_dict(keep_vars=True)
@@ -594,10 +596,24 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
                 f"the model's {type(module).__name__} {name!r} has no Keras '{kind}' layer "
                 f"left in the file (it has {len(kinds.get(kind, []))})",
             )
+        prefix = f"{name}." if name else ""
+        if kind == "gru":  # one Keras GRU layer per layer of multidev's stacked GRU
+            if getattr(module, "bidirectional", False):
+                raise CheckpointError("", f"the model's GRU {name!r} is bidirectional: a Keras "
+                                      "file holds it as a Bidirectional wrapper, not read here")  # fmt: skip
+            for i in range(module.num_layers):
+                if used[kind] >= len(kinds[kind]):
+                    raise CheckpointError(
+                        "", f"the model's GRU {name!r} has {module.num_layers} layers; the "
+                        f"Keras file has {len(kinds[kind])} GRU layers"
+                    )  # fmt: skip
+                layer = kinds[kind][used[kind]][1]
+                used[kind] += 1
+                out.update(_keras_gru(sd, layer, f"{prefix}", i))
+            continue
         layer = kinds[kind][used[kind]][1]
         used[kind] += 1
         values = [sd[f"{layer}/vars/{i}"] for i in range(4) if f"{layer}/vars/{i}" in sd]
-        prefix = f"{name}." if name else ""
         if kind == "dense":
             names, values[0] = ["weight", "bias"], _transpose(values[0], (1, 0))
         elif kind == "conv2d":
@@ -619,6 +635,34 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
     if left:
         out.update((f"<keras layer {k}>", None) for k in left)  # reported as unexpected keys
     return out
+
+
+def _keras_gru(sd: NativeStateDict, layer: str, prefix: str, index: int) -> dict[str, Any]:
+    """One Keras GRU layer as layer ``index`` of multidev's GRU: Keras keeps (in, 3H) kernels
+    with the gates in z, r, h order, multidev (as PyTorch) (3H, in) weights in r, z, n order.
+    Only ``reset_after=True`` (Keras' default, a (2, 3H) bias: input and recurrent) computes
+    what multidev's GRU computes."""
+    from .ops import concat
+
+    kernel, recurrent, bias = (sd[f"{layer}/vars/{i}"] for i in range(3))
+    if len(bias.shape) != 2:
+        raise CheckpointError(
+            "",
+            f"Keras layer {layer!r} is a GRU with reset_after=False (a bias of shape "
+            f"{tuple(bias.shape)}): its candidate state is computed differently from "
+            "multidev's (PyTorch's) GRU. Save the Keras model with reset_after=True",
+        )
+    h = kernel.shape[-1] // 3
+
+    def gates(value: Any) -> Any:  # z, r, h along the last axis -> r, z, n
+        return concat([value[..., h : 2 * h], value[..., :h], value[..., 2 * h :]], axis=-1)
+
+    return {
+        f"{prefix}weight_ih_l{index}": _transpose(gates(kernel), (1, 0)),
+        f"{prefix}weight_hh_l{index}": _transpose(gates(recurrent), (1, 0)),
+        f"{prefix}bias_ih_l{index}": gates(bias[0]),
+        f"{prefix}bias_hh_l{index}": gates(bias[1]),
+    }
 
 
 def _transpose(value: Any, axes: tuple[int, ...]) -> Any:
