@@ -103,8 +103,6 @@ def test_an_mlp_with_a_free_batch_size_runs_without_multidev(tmp_path):
 @needs_exporter
 @pytest.mark.parametrize("model", ["lenet", "resnet18"])
 def test_cnns_at_a_fixed_batch_size(model, tmp_path):
-    if model == "resnet18" and BK == "paddle":
-        pytest.skip(f"{BK}'s exporter cannot express ResNet-18's BatchNorm: the next test")
     make, shape = {"lenet": (lenet, (2, 1, 28, 28)), "resnet18": (resnet18, (2, 1, 32, 32))}[model]
     md.manual_seed(0)
     net = make().eval()
@@ -117,7 +115,7 @@ def test_cnns_at_a_fixed_batch_size(model, tmp_path):
     np.testing.assert_allclose(got, _reference(make, batches)[0], rtol=1e-5, atol=1e-5)
 
 
-FREE_BATCH_CNNS = {"torch": ("lenet", "resnet18"), "paddle": ("lenet",)}
+FREE_BATCH_CNNS = {"torch": ("lenet", "resnet18"), "paddle": ("lenet", "resnet18")}
 
 
 @needs_exporter
@@ -139,7 +137,7 @@ def test_cnns_with_a_free_batch_size(model, tmp_path):
 SEQUENCE = {
     "torch": {"gru_lm": "fixed batch", "transformer": "fixed batch"},
     "tensorflow": {"gru_lm": "fixed batch", "transformer": "refused"},
-    "paddle": {"gru_lm": "refused", "transformer": "free batch"},
+    "paddle": {"gru_lm": "fixed batch", "transformer": "free batch"},
 }
 
 
@@ -182,8 +180,6 @@ def test_what_an_exporter_cannot_express_is_a_typed_error_that_writes_nothing(tm
     cases = []
     if BK == "tensorflow":  # its tracer needs the batch size symbolic, and
         cases.append((lenet(), (2, 1, 28, 28), True))  # multidev's reshape reads it as a number
-    if BK == "paddle":
-        cases.append((resnet18(), (2, 1, 32, 32), False))
     for net, shape, dynamic in cases:
         with pytest.raises(md.UnsupportedOperationError, match="Expected"):
             md.export(net.eval(), target, md.randn(*shape), format="onnx", dynamic_batch=dynamic)
