@@ -21,7 +21,12 @@ from multidev.examples.modern_cnns import lenet, resnet18
 from multidev.examples.rnn_language_model import VOCAB, LanguageModel
 
 BK = md.get_backend()
-EXPORTERS = {"torch": "onnxscript", "tensorflow": "tf2onnx", "paddle": "paddle2onnx"}
+EXPORTERS = {
+    "torch": "onnxscript",
+    "tensorflow": "tf2onnx",
+    "paddle": "paddle2onnx",
+    "mxnet": "mxnet.onnx",
+}
 HAVE = BK in EXPORTERS and all(
     importlib.util.find_spec(m) for m in (EXPORTERS[BK], "onnx", "onnxruntime")
 )
@@ -142,6 +147,7 @@ SEQUENCE = {
     "torch": {"gru_lm": "fixed batch", "transformer": "fixed batch"},
     "tensorflow": {"gru_lm": "fixed batch", "transformer": "fixed batch"},
     "paddle": {"gru_lm": "fixed batch", "transformer": "free batch"},
+    "mxnet": {"gru_lm": "refused", "transformer": "refused"},
 }
 
 
@@ -208,10 +214,7 @@ def test_an_unknown_format_and_a_backend_without_an_exporter(tmp_path):
     net = _mlp().eval()
     with pytest.raises(ValueError, match="format"):
         md.export(net, tmp_path / "m", md.randn(2, 6), format="tflite")
-    if BK == "mxnet":
-        with pytest.raises(md.UnsupportedOperationError, match="NumPy-mode"):
-            md.export(net, tmp_path / "m.onnx", md.randn(2, 6), format="onnx")
-    elif BK == "numpy":
+    if BK == "numpy":
         with pytest.raises(TypeError, match="onnx exporter"):
             md.export(net, tmp_path / "m.onnx", md.randn(2, 6), format="onnx")
     assert not (tmp_path / "m.onnx").exists()
