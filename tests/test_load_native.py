@@ -58,8 +58,6 @@ def _model(kind: str, framework: str) -> nn.Block:
 def test_a_native_file_gives_the_writer_s_outputs(framework, kind):
     if framework == "keras" and not HAS_H5PY:
         pytest.skip("h5py (multidev[interchange]) is not installed in this environment")
-    if framework == "keras" and kind == "transformer":
-        pytest.skip("Keras MultiHeadAttention files are not mapped onto multidev's (open work)")
     path = NATIVE / framework / FILES[framework].format(kind)
     ref = np.load(NATIVE / framework / f"{kind}.npz")
     net = _model(kind, framework).eval()

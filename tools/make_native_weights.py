@@ -14,7 +14,7 @@ encoder classifier, written with the framework's own layers) it saves the framew
 weights file and ``<model>.npz`` holding an input and the framework's own output for it in
 evaluation mode: what ``md.load_native`` must reproduce (tests/test_load_native.py). The MLP's
 ``.npz`` also holds its first two weight matrices in (out, in) orientation as the framework
-computes with them. Keras has no Transformer file yet (its MultiHeadAttention is not mapped).
+computes with them.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def keras_zoo(out: Path) -> None:
 
     x = inputs = keras.Input((1, 8, 8))
     x = L.ReLU()(bn()(conv(WIDTH, 3)(pad(x))))
-    for cin, cout, first in _stages():
+    for _, cout, first in _stages():
         x = residual(x, cout, use_1x1conv=not first, strides=1 if first else 2)
         x = residual(x, cout)
     x = L.Dense(CLASSES)(L.Flatten()(L.GlobalAveragePooling2D(data_format=cf)(x)))
@@ -244,7 +244,37 @@ def keras_zoo(out: Path) -> None:
     h = L.GRU(LM_HIDDEN, return_sequences=True, bias_initializer="random_normal")(h)
     gru_lm = keras.Model(tokens, L.Dense(LM_VOCAB)(h))
 
-    nets = {"resnet18": resnet, "gru_lm": gru_lm}
+    class Position(L.Layer):  # multidev's Classifier.position: one learned (1, T, d) weight
+        def build(self, shape):
+            self.position = self.add_weight(
+                shape=(1, TF_LEN, TF_D), initializer="random_normal", name="position"
+            )
+
+        def call(self, x):
+            return x + self.position
+
+    # created in multidev's order: embedding, position, per encoder layer attention, linear1,
+    # linear2, norm1, norm2, then the head
+    embedding, position = L.Embedding(TF_VOCAB, TF_D), Position()
+    layers = [
+        (
+            L.MultiHeadAttention(TF_HEADS, TF_D // TF_HEADS, bias_initializer="random_normal"),
+            L.Dense(TF_FF, activation="gelu", bias_initializer="random_normal"),
+            L.Dense(TF_D, bias_initializer="random_normal"),
+            L.LayerNormalization(epsilon=1e-5),
+            L.LayerNormalization(epsilon=1e-5),
+        )
+        for _ in range(2)
+    ]
+    head = L.Dense(2)
+    tokens = keras.Input((TF_LEN,), dtype="int32")
+    h = position(embedding(tokens))
+    for attention, linear1, linear2, norm1, norm2 in layers:
+        h = norm1(h + attention(h, h))
+        h = norm2(h + linear2(linear1(h)))
+    transformer = keras.Model(tokens, head(keras.ops.mean(h, axis=1)))
+
+    nets = {"resnet18": resnet, "gru_lm": gru_lm, "transformer": transformer}
     for name, net in nets.items():
         net.save_weights(out / f"{name}.weights.h5")
         x = ZOO_INPUTS[name]

@@ -536,13 +536,20 @@ def _read_keras(path: str) -> Any:
 
         def visit(name: str, obj: Any) -> None:
             if isinstance(obj, h5py.Dataset):
-                # a recurrent layer keeps its weights in its cell: layers/gru/cell/vars/0
-                m = re.fullmatch(r"(?:.*/)?layers/([^/]+)/(?:cell/)?vars/(\d+)", name)
+                # a recurrent layer keeps its weights in its cell: layers/gru/cell/vars/0;
+                # an attention layer in its projections: layers/multi_head_attention/
+                # query_dense/vars/0, read as multi_head_attention/vars/query_dense/0
+                m = re.fullmatch(
+                    r"(?:.*/)?layers/([^/]+)/(?:cell/|((?:query|key|value|output)_dense)/)?"
+                    r"vars/(\d+)",
+                    name,
+                )
                 if m is None:
                     return
                 if obj.dtype.kind not in _NUMERIC_KINDS or obj.size > 2**40:
                     raise _bad(path, f"dataset {name} of dtype {obj.dtype}")
-                out[f"{m[1]}/vars/{m[2]}"] = np.asarray(obj[()])
+                var = f"{m[2]}/{m[3]}" if m[2] else m[3]
+                out[f"{m[1]}/vars/{var}"] = np.asarray(obj[()])
 
         try:
             f.visititems(visit)
@@ -570,7 +577,17 @@ def _keras_layers(sd: NativeStateDict) -> dict[str, list[tuple[int, str]]]:
 
 
 def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
-    from .nn import GRU, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Embedding, LayerNorm, Linear
+    from .nn import (
+        GRU,
+        BatchNorm1d,
+        BatchNorm2d,
+        Conv1d,
+        Conv2d,
+        Embedding,
+        LayerNorm,
+        Linear,
+        MultiheadAttention,
+    )
 
     kinds = _keras_layers(sd)
     used = dict.fromkeys(kinds, 0)
@@ -583,10 +600,14 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
         (LayerNorm, "layer_normalization"),
         (Embedding, "embedding"),
         (GRU, "gru"),
+        (MultiheadAttention, "multi_head_attention"),
     ]
     out: OrderedDict[str, Any] = OrderedDict()
     own = model.state_dict(keep_vars=True)
+    inside: list[str] = []  # attention blocks read whole: their out_proj Linear included
     for name, module in model.named_modules():
+        if any(name.startswith(p) for p in inside):
+            continue
         kind = next((k for cls, k in order if type(module) is cls or isinstance(module, cls)), None)
         if kind is None:
             continue
@@ -613,6 +634,10 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
             continue
         layer = kinds[kind][used[kind]][1]
         used[kind] += 1
+        if kind == "multi_head_attention":
+            inside.append(prefix)
+            out.update(_keras_attention(sd, layer, prefix))
+            continue
         values = [sd[f"{layer}/vars/{i}"] for i in range(4) if f"{layer}/vars/{i}" in sd]
         if kind == "dense":
             names, values[0] = ["weight", "bias"], _transpose(values[0], (1, 0))
@@ -631,9 +656,49 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
         key = prefix + "num_batches_tracked"
         if key in own:
             out[key] = own[key]
+    # a block's own weight (a learned position table) from a custom Keras layer of that name
+    # holding one weight: Keras names a layer class Position "position"
+    for key in own:
+        leaf = key.rpartition(".")[2]
+        if key not in out and used.get(leaf) == 0 and len(kinds[leaf]) == 1:
+            value = sd.get(f"{kinds[leaf][0][1]}/vars/0")
+            if value is not None and f"{kinds[leaf][0][1]}/vars/1" not in sd:
+                out[key] = value
+                used[leaf] = 1
     left = {k: len(v) - used[k] for k, v in kinds.items() if len(v) > used[k]}
     if left:
         out.update((f"<keras layer {k}>", None) for k in left)  # reported as unexpected keys
+    return out
+
+
+def _keras_attention(sd: NativeStateDict, layer: str, prefix: str) -> dict[str, Any]:
+    """A Keras MultiHeadAttention as multidev's (PyTorch's) MultiheadAttention: Keras keeps
+    (d, heads, head_dim) query/key/value kernels and a (heads, head_dim, d) output kernel,
+    multidev one (3d, d) ``in_proj_weight`` (q, k, v stacked, heads in order) and an (d, d)
+    ``out_proj``."""
+    from .ops import concat, reshape
+
+    def var(sub: str, i: int) -> Any:
+        key = f"{layer}/vars/{sub}_dense/{i}"
+        if key not in sd:
+            raise CheckpointError(
+                "", f"Keras attention layer {layer!r} has no {sub}_dense weight {i} (a layer "
+                "without biases, or with key_dim * num_heads != the model's width, is not read)"
+            )  # fmt: skip
+        return sd[key]
+
+    d = var("query", 0).shape[0]
+    out = {
+        f"{prefix}in_proj_weight": concat(
+            [_transpose(reshape(var(s, 0), (d, -1)), (1, 0)) for s in ("query", "key", "value")],
+            axis=0,
+        ),
+        f"{prefix}in_proj_bias": concat(
+            [reshape(var(s, 1), (-1,)) for s in ("query", "key", "value")], axis=0
+        ),
+        f"{prefix}out_proj.weight": _transpose(reshape(var("output", 0), (-1, d)), (1, 0)),
+        f"{prefix}out_proj.bias": var("output", 1),
+    }
     return out
 
 
