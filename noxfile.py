@@ -30,7 +30,7 @@ EXTRAS = {
     "torch": "torch,test,interop,interchange,onnx-torch,train,tensorboard",
     "tensorflow": "tensorflow,test,interop,interchange,onnx-tensorflow,train",
     "paddle": "paddle,test,interop,interchange,onnx-paddle,train",
-    "mxnet": "mxnet,test,interchange,digits",
+    "mxnet": "mxnet,test,interchange,onnx-mxnet,digits",
 }
 SHARED = ROOT / ".nox" / "_shared"
 

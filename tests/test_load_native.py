@@ -17,6 +17,9 @@ import pytest
 
 import multidev as md
 from multidev import nn
+from multidev.examples import transformer_classifier
+from multidev.examples.modern_cnns import resnet18
+from multidev.examples.rnn_language_model import VOCAB, LanguageModel
 
 NATIVE = Path(__file__).parent / "fixtures" / "native"
 FILES = {"torch": "{}.pt", "keras": "{}.weights.h5", "paddle": "{}.pdparams", "mxnet": "{}.params"}
@@ -28,8 +31,18 @@ except ImportError:
     HAS_H5PY = False
 
 
+#: the d2l zoo models of multidev.examples, at the sizes tools/make_native_weights.py writes
+ZOO = ("resnet18", "gru_lm", "transformer")
+
+
 def _model(kind: str, framework: str) -> nn.Block:
     md.manual_seed(123)  # values that differ from every file's
+    if kind == "resnet18":
+        return resnet18(num_classes=3, width=4)
+    if kind == "gru_lm":
+        return LanguageModel("gru", len(VOCAB))
+    if kind == "transformer":
+        return transformer_classifier.Classifier()
     if kind == "mlp":
         return nn.Sequential(
             nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 7), nn.ReLU(), nn.Linear(7, 3)
@@ -40,7 +53,7 @@ def _model(kind: str, framework: str) -> nn.Block:
     )
 
 
-@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+@pytest.mark.parametrize("kind", ["mlp", "cnn", *ZOO])
 @pytest.mark.parametrize("framework", sorted(FILES))
 def test_a_native_file_gives_the_writer_s_outputs(framework, kind):
     if framework == "keras" and not HAS_H5PY:
@@ -52,6 +65,21 @@ def test_a_native_file_gives_the_writer_s_outputs(framework, kind):
     assert not np.allclose(before, ref["y"], atol=1e-3)  # the load is what makes them equal
     net.load_state_dict(md.load_native(path))
     np.testing.assert_allclose(net(md.asarray(ref["x"])).numpy(), ref["y"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("framework", sorted(FILES))
+def test_2d_weights_come_in_multidev_s_orientation(framework):
+    """Each writer's own (out, in) matrix W of y = x W^T + b (a non-square 7x5 and a square 7x7),
+    saved by the writer beside its file: a loader that transposed a square weight, or failed to
+    transpose Paddle's and Keras' (in, out) ones, gives other values."""
+    if framework == "keras" and not HAS_H5PY:
+        pytest.skip("h5py (multidev[interchange]) is not installed in this environment")
+    ref = np.load(NATIVE / framework / "mlp.npz")
+    assert ref["w0"].shape == (7, 5) and not np.allclose(ref["w2"], ref["w2"].T)
+    net = _model("mlp", framework)
+    net.load_state_dict(md.load_native(NATIVE / framework / FILES[framework].format("mlp")))
+    np.testing.assert_array_equal(net[0].weight.numpy(), ref["w0"])
+    np.testing.assert_array_equal(net[2].weight.numpy(), ref["w2"])
 
 
 def test_torch_2d_weights_keep_their_values_and_orientation():

@@ -32,8 +32,11 @@ A new trace is checked once against the values it traced before the graph is use
 
 from __future__ import annotations
 
+import json
+import re
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -486,15 +489,97 @@ class Jit:
     def export_onnx(
         self, block: Any, path: Path, inputs: tuple, opset: int, dynamic_batch: bool
     ) -> Path:
-        """Refused before anything is written: see the message."""
-        raise UnsupportedOperationError(
-            "Expected a model MXNet's ONNX exporter can convert. Received: "
-            f"{type(block).__name__}, whose graph holds MXNet NumPy-mode operators "
-            "(_npx_relu, _np_*; multidev runs MXNet with npx.set_np()), and mxnet.onnx converts "
-            "only the legacy operators. Export the same model code and weights from torch, "
-            "tensorflow or paddle (md.load of this backend's checkpoint works there), or use "
-            "md.export(..., format='native')."
+        """An ONNX file from ``mxnet.onnx`` of the graph ``export`` writes. multidev runs MXNet
+        in NumPy mode, and ``mxnet.onnx`` converts only legacy operators: the graph's NumPy-mode
+        operators are renamed to the legacy operators that compute the same (``_LEGACY``);
+        a graph with any other one is refused, naming it, before anything is written.
+        ``mxnet.onnx`` writes its own operator set (its translations go to opset 13)."""
+        try:
+            import onnx
+            from mxnet import onnx as mx_onnx
+        except ImportError:
+            raise ImportError(
+                "md.export(..., format='onnx') on MXNet needs onnx: "
+                "pip install 'multidev[onnx-mxnet]'"
+            ) from None
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = Path(tmp) / "model"
+            try:
+                self.export(block, prefix, inputs)
+            except Untraceable as e:
+                raise UnsupportedOperationError(
+                    f"Expected a model whose MXNet graph can be traced for mxnet.onnx. "
+                    f"Received: {type(block).__name__}, where {e} (the graph cannot hold it). "
+                    "Nothing was written; export the same model code and weights from torch, "
+                    "tensorflow or paddle (md.load of this backend's checkpoint works there)."
+                ) from None
+            graph = json.loads(Path(f"{prefix}-symbol.json").read_text())
+            params = npx.load(f"{prefix}-0000.params")
+        names = {"data": "input0", **{f"data{i}": f"input{i}" for i in range(len(inputs))}}
+        unknown = set()
+        for node in graph["nodes"]:
+            if node["op"] == "null":
+                node["name"] = names.get(node["name"], node["name"])
+                continue
+            if node["op"] in _LEGACY_NAMES:
+                continue
+            rule = _LEGACY.get(node["op"])
+            legacy = rule(node.get("attrs", {})) if rule is not None else None
+            if legacy is None:
+                unknown.add(node["op"])
+            else:
+                node["op"], node["attrs"] = legacy
+        reshapes = [n["attrs"]["shape"] for n in graph["nodes"] if n["op"] == "Reshape"]
+        if dynamic_batch and reshapes:
+            raise UnsupportedOperationError(
+                f"Expected a free batch dimension. Received: {type(block).__name__}, whose "
+                f"MXNet graph reshapes to the example's sizes ({reshapes[0]}): MXNet traces "
+                "shapes as numbers. Nothing was written; export with dynamic_batch=False (one "
+                "file per batch size)."
+            )
+        if unknown:
+            raise UnsupportedOperationError(
+                f"Expected a model whose MXNet graph mxnet.onnx can convert. Received: "
+                f"{type(block).__name__}, whose graph holds the NumPy-mode operators "
+                f"{sorted(unknown)} that have no legacy equivalent here (multidev runs MXNet "
+                "with npx.set_np(); mxnet.onnx converts only legacy operators). Nothing was "
+                "written; export the same model code and weights from torch, tensorflow or "
+                "paddle (md.load of this backend's checkpoint works there), or use "
+                "format='native'."
+            )
+        graph.get("attrs", {}).pop("is_np_shape", None)
+        sym = mx.sym.load_json(json.dumps(graph))
+        values = {k.split(":", 1)[-1]: mx.nd.array(v.asnumpy(), dtype=v.dtype) for k, v in
+                  params.items()}  # fmt: skip
+        shapes = [tuple(x.shape) for x in inputs]
+        mx_onnx.export_model(
+            sym,
+            values,
+            in_shapes=shapes,
+            in_types=[np.dtype(x.dtype) for x in inputs],
+            onnx_file_path=str(path),
+            dynamic=dynamic_batch,
+            dynamic_input_shapes=[(None, *s[1:]) for s in shapes] if dynamic_batch else None,
         )
+        # mxnet.onnx lists the weights (initializers) as graph inputs too, in ONNX's older
+        # style: only the model's own inputs stay inputs
+        model = onnx.load(str(path))
+        weights = {t.name for t in model.graph.initializer}
+        kept = [i for i in model.graph.input if i.name not in weights]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        # its translations are opset 13's operators, while it declares the onnx package's
+        # newest opset (where ReduceMean's axes became an input): declared as what they are
+        for entry in model.opset_import:
+            if entry.domain in ("", "ai.onnx"):
+                entry.version = _MXNET_ONNX_OPSET
+        if dynamic_batch:  # mxnet.onnx leaves the free dimension unnamed: named as a symbol
+            for value in (*model.graph.input, *model.graph.output):
+                dims = value.type.tensor_type.shape.dim
+                if dims and not dims[0].dim_value:
+                    dims[0].dim_param = "batch"
+        onnx.save(model, str(path))
+        return path
 
     def export(self, block: Any, path: Path, inputs: tuple, epoch: int = 0) -> Path:
         """``path-symbol.json`` and ``path-0000.params`` (``epoch``) as Gluon's
@@ -532,3 +617,45 @@ class Jit:
         renamed.save(f"{path}-symbol.json")
         npx.save(f"{path}-{epoch:04d}.params", values)
         return path
+
+
+def _np_reshape(attrs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    shape = attrs["newshape"]
+    if re.search(r"(^|[(,\s])0([,)\s]|$)", shape) or attrs.get("order", "C") != "C":
+        return None  # legacy Reshape reads 0 as "keep this dimension": not the same
+    return "Reshape", {"shape": shape}
+
+
+#: the opset of mxnet.onnx's newest operator translations (mx2onnx/_op_translations)
+_MXNET_ONNX_OPSET = 13
+
+
+def _np_mean(attrs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    if attrs.get("dtype", "None") != "None" or attrs.get("initial", "None") != "None":
+        return None
+    out = {"keepdims": attrs.get("keepdims", "False")}
+    if attrs.get("axis", "None") != "None":
+        out["axis"] = attrs["axis"]
+    return "mean", out
+
+
+#: NumPy-mode operator -> (legacy operator, its attributes) computing the same
+_LEGACY: dict[str, Callable[[dict[str, Any]], tuple[str, dict[str, Any]] | None]] = {
+    "_npx_relu": lambda a: ("relu", {}),
+    "_npx_sigmoid": lambda a: ("sigmoid", {}),
+    "_npi_add": lambda a: ("broadcast_add", {}),
+    "_npi_subtract": lambda a: ("broadcast_sub", {}),
+    "_npi_multiply": lambda a: ("broadcast_mul", {}),
+    "_np_reshape": _np_reshape,
+    "_np_transpose": lambda a: ("transpose", {"axes": a["axes"]}) if "axes" in a else None,
+    "_npi_multiply_scalar": lambda a: ("_mul_scalar", {"scalar": a["scalar"]}),
+    "_npi_add_scalar": lambda a: ("_plus_scalar", {"scalar": a["scalar"]}),
+    "_npi_mean": _np_mean,
+    # MXNet's legacy gemm2 is ONNX's MatMul in mxnet.onnx: NumPy's matmul on equal batch dims
+    "_npi_matmul": lambda a: ("_linalg_gemm2", {}),
+}
+#: operators the graph may hold that are legacy operators already (NumPy mode shares them)
+_LEGACY_NAMES = frozenset(
+    {"FullyConnected", "Convolution", "Pooling", "BatchNorm", "Activation", "Flatten",
+     "LeakyReLU", "Dropout", "LayerNorm", "slice", "softmax", "take"}
+)  # fmt: skip

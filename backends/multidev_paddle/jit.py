@@ -123,6 +123,29 @@ def owned(x: Any) -> Any:
     return x
 
 
+@contextlib.contextmanager
+def native_buffers(block: Any) -> Iterator[None]:
+    """The multidev block's buffers (BatchNorm's running statistics) registered, for the
+    duration, on the Paddle layers of ``block.native`` that mirror their blocks:
+    ``paddle.jit.save`` saves the tensors a traced program reads from the layers' state, and a
+    buffer it does not find there is a KeyError on its temporary name."""
+    native = block.native
+    added = []
+    try:
+        for name, sub in block.named_modules():
+            layer = native
+            for part in name.split(".") if name else ():
+                layer = layer._sub_layers[part]
+            for bname, buf in sub.named_buffers(recurse=False):
+                if buf is not None and bname not in layer._buffers:
+                    layer.register_buffer(bname, buf._native, persistable=True)
+                    added.append((layer, bname))
+        yield
+    finally:
+        for layer, bname in added:
+            del layer._buffers[bname]
+
+
 class Jit:
     """The compilation hooks of the Paddle adapter."""
 
@@ -164,7 +187,8 @@ class Jit:
         """``paddle.jit.save`` of the block's forward at the prefix ``path`` (it writes
         ``path.json``/``.pdmodel`` and ``path.pdiparams``)."""
         specs = [paddle.static.InputSpec(x.shape, x.dtype) for x in inputs]
-        paddle.jit.save(block.native, str(path), input_spec=specs)
+        with native_buffers(block):
+            paddle.jit.save(block.native, str(path), input_spec=specs)
         return path
 
     def export_onnx(
@@ -192,7 +216,8 @@ class Jit:
             prefix = os.path.join(tmp, "model")
             ops.relu = paddle.nn.functional.relu
             try:
-                paddle.jit.save(block.native, prefix, input_spec=specs)
+                with native_buffers(block):
+                    paddle.jit.save(block.native, prefix, input_spec=specs)
             finally:
                 ops.relu = relu
             program = prefix + (".json" if os.path.exists(prefix + ".json") else ".pdmodel")

@@ -5,14 +5,45 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import _C_ops
+from paddle.base.dygraph.base import _convert_into_variable
 
 __all__ = ["LOWERINGS"]
 
 
 _MODES = {"gru": "GRU", "lstm": "LSTM", "rnn_tanh": "RNN_TANH", "rnn_relu": "RNN_RELU"}
+
+
+_EAGER_DROPOUT_STATE: list[Any] = []
+
+
+def _dropout_state() -> Any:
+    """The kernel's (empty) dropout-state input. Inside a static program (``md.jit``,
+    ``md.export``) it is one eager uint8 tensor converted into the program, named
+    non-persistable as ``paddle.nn.GRU``'s own (``paddle.jit.save`` then saves nothing for
+    it): ``paddle.empty`` admits no uint8 in a program."""
+    if paddle.in_dynamic_mode():
+        return paddle.empty([0], dtype="uint8")
+    if not _EAGER_DROPOUT_STATE:
+        from paddle.base.dygraph.base import NON_PERSISTABLE_VAR_NAME_SUFFIX, guard
+
+        with guard():
+            state = paddle.empty([0], dtype="uint8")
+        state.name = "multidev_rnn.dropout_state" + NON_PERSISTABLE_VAR_NAME_SUFFIX
+        state.stop_gradient = True
+        _EAGER_DROPOUT_STATE.append(state)
+    return _convert_into_variable(_EAGER_DROPOUT_STATE[0])
+
+
+def _in_program(state: Any) -> Any:
+    """An initial state the block made from NumPy (the zeros ``nn.GRU`` starts from) as a
+    constant of the static program being built; the kernel takes only program values there."""
+    if paddle.in_dynamic_mode() or isinstance(state, paddle.pir.Value):
+        return state
+    return paddle.assign(np.asarray(state))
 
 
 def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
@@ -27,8 +58,8 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
         flat += [b for g in groups for b in g[2:]]
     else:
         flat += [paddle.zeros([g[0].shape[0]], x.dtype) for g in groups for _ in range(2)]
-    states = [h0] if c0 is None else [h0, c0]
-    dropout_state = paddle.empty([0], dtype="uint8")
+    states = [_in_program(h0)] if c0 is None else [_in_program(h0), _in_program(c0)]
+    dropout_state = _dropout_state()
     out, _, state = _C_ops.rnn(
         x,
         states,
@@ -38,7 +69,7 @@ def _rnn(mode, x, h0, c0, weights, num_layers, bidirectional):
         0.0,
         bidirectional,
         x.shape[-1],
-        h0.shape[-1],
+        weights[1].shape[-1],  # w_hh is (gates * hidden, hidden)
         num_layers,
         _MODES[mode],
         0,

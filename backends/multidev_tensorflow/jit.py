@@ -33,6 +33,7 @@ class Jit:
     """The compilation hooks of the TensorFlow adapter."""
 
     jit_traces_once = True
+    ops: Any  # the adapter's op table (backend.py)
 
     def jit_compile(self, body: Any) -> Any:
         """``body`` as a ``tf.function``; the collectives it holds (``md.distributed``) fail
@@ -121,6 +122,15 @@ class Jit:
             for i, x in enumerate(inputs)
         )
         fn = tf.function(lambda *xs: native(*xs), input_signature=specs, autograph=False)
+        ops = self.ops
+        gelu = ops.gelu
+        # tf.nn.gelu's exact form is 0.5 x erfc(-x / sqrt 2), and ONNX has no Erfc: the same
+        # function through Erf, which ONNX has, while the graph is traced
+        ops.gelu = lambda x, tanh: (
+            tf.nn.gelu(x, approximate=True)
+            if tanh
+            else 0.5 * x * (1.0 + tf.math.erf(x * tf.cast(0.7071067811865476, x.dtype)))
+        )
         try:
             concrete = fn.get_concrete_function()
         except (TypeError, ValueError) as e:
@@ -131,6 +141,8 @@ class Jit:
                 f"({type(block).__name__} reads the batch size as a number). Export with "
                 "dynamic_batch=False (one file per batch size)."
             ) from e
+        finally:
+            ops.gelu = gelu
         # the tensors the forward reads (parameters, BatchNorm statistics) become constants:
         # tf2onnx would keep captured eager tensors as extra graph inputs
         frozen = convert_variables_to_constants_v2(concrete)

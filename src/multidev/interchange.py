@@ -61,6 +61,8 @@ class NativeStateDict(OrderedDict):
         from .nn import Linear
 
         own = model.state_dict(keep_vars=True)
+        if self.framework == "paddle":
+            _paddle_for_model(out, own)
         for name, module in model.named_modules():
             prefix = f"{name}." if name else ""
             key = prefix + "weight"
@@ -458,6 +460,8 @@ def _read_mxnet(path: str) -> Any:
 
 def _mxnet_key(key: str) -> str:
     key = re.sub(r"^(arg|aux):", "", key)
+    # Gluon 1.x saves a (unidirectional) RNN layer's weights under its unfused cells' names
+    key = re.sub(r"(^|\.)_unfused\.(\d+)\.(i2h|h2h)_(weight|bias)$", r"\1l\2_\3_\4", key)
     head, _, last = key.rpartition(".")
     last = {
         "gamma": "weight",
@@ -472,6 +476,29 @@ def _mxnet_key(key: str) -> str:
             "_reverse" if side == "r" else ""
         )
     return f"{head}.{last}" if head else last
+
+
+def _paddle_for_model(out: OrderedDict[str, Any], own: dict[str, Any]) -> None:
+    """Paddle's layouts that differ from multidev's beyond one key's name, resolved in place:
+    its RNNs store each weight twice (``weight_ih_l0`` and the cell's ``0.cell.weight_ih``, one
+    tensor): the copy multidev lacks goes; its attention has separate (in, out) ``q_proj``,
+    ``k_proj`` and ``v_proj`` Linears where multidev (as PyTorch) has one (out, in)
+    ``in_proj_weight``: they are transposed and stacked in q, k, v order."""
+    from .ops import concat
+
+    for key in [k for k in out if k not in own]:
+        m = re.fullmatch(r"(.*?)(\d+)\.cell\.(weight|bias)_(ih|hh)", key)
+        if m and f"{m[1]}{m[3]}_{m[4]}_l{m[2]}" in out:
+            del out[key]
+    for key in [k for k in own if k.endswith("in_proj_weight")]:
+        head = key[: -len("in_proj_weight")]
+        parts = [f"{head}{p}_proj.weight" for p in "qkv"]
+        if key in out or not all(p in out for p in parts):
+            continue
+        out[key] = concat([_transpose(out.pop(p), (1, 0)) for p in parts], axis=0)
+        biases = [f"{head}{p}_proj.bias" for p in "qkv"]
+        if all(b in out for b in biases):
+            out[f"{head}in_proj_bias"] = concat([out.pop(b) for b in biases], axis=0)
 
 
 def _paddle_key(key: str) -> str:
@@ -509,12 +536,20 @@ def _read_keras(path: str) -> Any:
 
         def visit(name: str, obj: Any) -> None:
             if isinstance(obj, h5py.Dataset):
-                m = re.fullmatch(r"(?:.*/)?layers/([^/]+)/vars/(\d+)", name)
+                # a recurrent layer keeps its weights in its cell: layers/gru/cell/vars/0;
+                # an attention layer in its projections: layers/multi_head_attention/
+                # query_dense/vars/0, read as multi_head_attention/vars/query_dense/0
+                m = re.fullmatch(
+                    r"(?:.*/)?layers/([^/]+)/(?:cell/|((?:query|key|value|output)_dense)/)?"
+                    r"vars/(\d+)",
+                    name,
+                )
                 if m is None:
                     return
                 if obj.dtype.kind not in _NUMERIC_KINDS or obj.size > 2**40:
                     raise _bad(path, f"dataset {name} of dtype {obj.dtype}")
-                out[f"{m[1]}/vars/{m[2]}"] = np.asarray(obj[()])
+                var = f"{m[2]}/{m[3]}" if m[2] else m[3]
+                out[f"{m[1]}/vars/{var}"] = np.asarray(obj[()])
 
         try:
             f.visititems(visit)
@@ -542,7 +577,17 @@ def _keras_layers(sd: NativeStateDict) -> dict[str, list[tuple[int, str]]]:
 
 
 def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
-    from .nn import BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Embedding, LayerNorm, Linear
+    from .nn import (
+        GRU,
+        BatchNorm1d,
+        BatchNorm2d,
+        Conv1d,
+        Conv2d,
+        Embedding,
+        LayerNorm,
+        Linear,
+        MultiheadAttention,
+    )
 
     kinds = _keras_layers(sd)
     used = dict.fromkeys(kinds, 0)
@@ -554,10 +599,15 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
         (BatchNorm2d, "batch_normalization"),
         (LayerNorm, "layer_normalization"),
         (Embedding, "embedding"),
+        (GRU, "gru"),
+        (MultiheadAttention, "multi_head_attention"),
     ]
     out: OrderedDict[str, Any] = OrderedDict()
     own = model.state_dict(keep_vars=True)
+    inside: list[str] = []  # attention blocks read whole: their out_proj Linear included
     for name, module in model.named_modules():
+        if any(name.startswith(p) for p in inside):
+            continue
         kind = next((k for cls, k in order if type(module) is cls or isinstance(module, cls)), None)
         if kind is None:
             continue
@@ -567,10 +617,28 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
                 f"the model's {type(module).__name__} {name!r} has no Keras '{kind}' layer "
                 f"left in the file (it has {len(kinds.get(kind, []))})",
             )
+        prefix = f"{name}." if name else ""
+        if kind == "gru":  # one Keras GRU layer per layer of multidev's stacked GRU
+            if getattr(module, "bidirectional", False):
+                raise CheckpointError("", f"the model's GRU {name!r} is bidirectional: a Keras "
+                                      "file holds it as a Bidirectional wrapper, not read here")  # fmt: skip
+            for i in range(module.num_layers):
+                if used[kind] >= len(kinds[kind]):
+                    raise CheckpointError(
+                        "", f"the model's GRU {name!r} has {module.num_layers} layers; the "
+                        f"Keras file has {len(kinds[kind])} GRU layers"
+                    )  # fmt: skip
+                layer = kinds[kind][used[kind]][1]
+                used[kind] += 1
+                out.update(_keras_gru(sd, layer, f"{prefix}", i))
+            continue
         layer = kinds[kind][used[kind]][1]
         used[kind] += 1
+        if kind == "multi_head_attention":
+            inside.append(prefix)
+            out.update(_keras_attention(sd, layer, prefix))
+            continue
         values = [sd[f"{layer}/vars/{i}"] for i in range(4) if f"{layer}/vars/{i}" in sd]
-        prefix = f"{name}." if name else ""
         if kind == "dense":
             names, values[0] = ["weight", "bias"], _transpose(values[0], (1, 0))
         elif kind == "conv2d":
@@ -588,10 +656,78 @@ def _keras_for_model(sd: NativeStateDict, model: Any) -> OrderedDict[str, Any]:
         key = prefix + "num_batches_tracked"
         if key in own:
             out[key] = own[key]
+    # a block's own weight (a learned position table) from a custom Keras layer of that name
+    # holding one weight: Keras names a layer class Position "position"
+    for key in own:
+        leaf = key.rpartition(".")[2]
+        if key not in out and used.get(leaf) == 0 and len(kinds[leaf]) == 1:
+            value = sd.get(f"{kinds[leaf][0][1]}/vars/0")
+            if value is not None and f"{kinds[leaf][0][1]}/vars/1" not in sd:
+                out[key] = value
+                used[leaf] = 1
     left = {k: len(v) - used[k] for k, v in kinds.items() if len(v) > used[k]}
     if left:
         out.update((f"<keras layer {k}>", None) for k in left)  # reported as unexpected keys
     return out
+
+
+def _keras_attention(sd: NativeStateDict, layer: str, prefix: str) -> dict[str, Any]:
+    """A Keras MultiHeadAttention as multidev's (PyTorch's) MultiheadAttention: Keras keeps
+    (d, heads, head_dim) query/key/value kernels and a (heads, head_dim, d) output kernel,
+    multidev one (3d, d) ``in_proj_weight`` (q, k, v stacked, heads in order) and an (d, d)
+    ``out_proj``."""
+    from .ops import concat, reshape
+
+    def var(sub: str, i: int) -> Any:
+        key = f"{layer}/vars/{sub}_dense/{i}"
+        if key not in sd:
+            raise CheckpointError(
+                "", f"Keras attention layer {layer!r} has no {sub}_dense weight {i} (a layer "
+                "without biases, or with key_dim * num_heads != the model's width, is not read)"
+            )  # fmt: skip
+        return sd[key]
+
+    d = var("query", 0).shape[0]
+    out = {
+        f"{prefix}in_proj_weight": concat(
+            [_transpose(reshape(var(s, 0), (d, -1)), (1, 0)) for s in ("query", "key", "value")],
+            axis=0,
+        ),
+        f"{prefix}in_proj_bias": concat(
+            [reshape(var(s, 1), (-1,)) for s in ("query", "key", "value")], axis=0
+        ),
+        f"{prefix}out_proj.weight": _transpose(reshape(var("output", 0), (-1, d)), (1, 0)),
+        f"{prefix}out_proj.bias": var("output", 1),
+    }
+    return out
+
+
+def _keras_gru(sd: NativeStateDict, layer: str, prefix: str, index: int) -> dict[str, Any]:
+    """One Keras GRU layer as layer ``index`` of multidev's GRU: Keras keeps (in, 3H) kernels
+    with the gates in z, r, h order, multidev (as PyTorch) (3H, in) weights in r, z, n order.
+    Only ``reset_after=True`` (Keras' default, a (2, 3H) bias: input and recurrent) computes
+    what multidev's GRU computes."""
+    from .ops import concat
+
+    kernel, recurrent, bias = (sd[f"{layer}/vars/{i}"] for i in range(3))
+    if len(bias.shape) != 2:
+        raise CheckpointError(
+            "",
+            f"Keras layer {layer!r} is a GRU with reset_after=False (a bias of shape "
+            f"{tuple(bias.shape)}): its candidate state is computed differently from "
+            "multidev's (PyTorch's) GRU. Save the Keras model with reset_after=True",
+        )
+    h = kernel.shape[-1] // 3
+
+    def gates(value: Any) -> Any:  # z, r, h along the last axis -> r, z, n
+        return concat([value[..., h : 2 * h], value[..., :h], value[..., 2 * h :]], axis=-1)
+
+    return {
+        f"{prefix}weight_ih_l{index}": _transpose(gates(kernel), (1, 0)),
+        f"{prefix}weight_hh_l{index}": _transpose(gates(recurrent), (1, 0)),
+        f"{prefix}bias_ih_l{index}": gates(bias[0]),
+        f"{prefix}bias_hh_l{index}": gates(bias[1]),
+    }
 
 
 def _transpose(value: Any, axes: tuple[int, ...]) -> Any:

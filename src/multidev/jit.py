@@ -680,9 +680,10 @@ def export(
     prefix (``paddle.jit.load(path)(x)``), MXNet's ``path-symbol.json`` and
     ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``).
 
-    ``format="onnx"``: an ONNX file (opset ``opset``) written by the framework's own exporter
-    (``torch.onnx``, ``tf2onnx``, ``paddle2onnx``; ``pip install 'multidev[onnx-torch]'``, ``[onnx-tensorflow]`` or
-    ``[onnx-paddle]``) that
+    ``format="onnx"``: an ONNX file (opset ``opset``; MXNet's exporter writes opset 13)
+    written by the framework's own exporter (``torch.onnx``, ``tf2onnx``, ``paddle2onnx``,
+    ``mxnet.onnx``; ``pip install 'multidev[onnx-torch]'``, ``[onnx-tensorflow]``,
+    ``[onnx-paddle]`` or ``[onnx-mxnet]``) that
     onnxruntime runs; inputs are named ``input0``, ``input1``…, and with ``dynamic_batch``
     their first dimension is free. The file appears whole or not at all: a failed export
     leaves ``path`` as it was.

@@ -367,6 +367,10 @@ def reshape(x, /, shape: Any, *, copy: bool | None = None) -> Tensor:
     if copy:
         x = astype(x, x._dtype)
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if None in x.shape:  # a symbolic trace's unknown dimension (TensorFlow's free batch):
+        if shape.count(-1) > 1:  # the size is checked, and -1 resolved, by the framework
+            raise ValueError(f"Expected at most one -1 in a shape. Received: {shape}")
+        return wrap(x, call(x, "reshape", x._native, shape), x._dtype)
     size = x.size
     known = 1
     for s in shape:

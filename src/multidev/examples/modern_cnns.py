@@ -127,21 +127,25 @@ def _resnet_stage(in_channels: int, num_channels: int, first: bool = False) -> n
     )
 
 
-def resnet18(num_classes: int = 10, in_channels: int = 1, small_inputs: bool = True) -> nn.Block:
+def resnet18(num_classes: int = 10, in_channels: int = 1, small_inputs: bool = True,
+             width: int = 64) -> nn.Block:  # fmt: skip
     """d2l's ResNet-18: four stages of two residual blocks after a stem that is a 3x3
     convolution for small inputs (``small_inputs=True``, the feature maps keep the input's
-    size) or d2l's 7x7/2 convolution and 3x3/2 max-pool (a quarter of the input's side)."""
+    size) or d2l's 7x7/2 convolution and 3x3/2 max-pool (a quarter of the input's side).
+    ``width`` is the stem's channel count; the stages have 1, 2, 4 and 8 times as many (d2l's
+    64 gives 64 to 512; a small width gives the same architecture with small weights files)."""
+    w = width
     if small_inputs:
-        stem = [nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1), nn.BatchNorm2d(64),
+        stem = [nn.Conv2d(in_channels, w, kernel_size=3, stride=1, padding=1), nn.BatchNorm2d(w),
                 nn.ReLU()]  # fmt: skip
     else:
-        stem = [nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3), nn.BatchNorm2d(64),
+        stem = [nn.Conv2d(in_channels, w, kernel_size=7, stride=2, padding=3), nn.BatchNorm2d(w),
                 nn.ReLU(), nn.MaxPool2d(kernel_size=3, stride=2, padding=1)]  # fmt: skip
     return nn.Sequential(
         *stem,
-        _resnet_stage(64, 64, first=True), _resnet_stage(64, 128), _resnet_stage(128, 256),
-        _resnet_stage(256, 512), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
-        nn.Linear(512, num_classes),
+        _resnet_stage(w, w, first=True), _resnet_stage(w, 2 * w), _resnet_stage(2 * w, 4 * w),
+        _resnet_stage(4 * w, 8 * w), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
+        nn.Linear(8 * w, num_classes),
     )  # fmt: skip
 
 

@@ -520,9 +520,9 @@ def batch_norm(
                 f"Expected {name} of shape ({c},) for an input with {c} channels. "
                 f"Received: shape {t.shape}"
             )
-    count = shape4[0] * shape4[2] * shape4[3]
     x4 = a if x.shape == shape4 else _call(x, "reshape", a, shape4)
-    if training:
+    if training:  # (evaluation reads no size: a traced free batch dimension stays free)
+        count = shape4[0] * shape4[2] * shape4[3]
         if count <= 1:
             raise ValueError(
                 f"Expected more than 1 value per channel when training. Received: input of "
