@@ -460,3 +460,58 @@ def test_autocast_inside_md_jit_matches_eager():
     assert w.dtype == md.float32
     assert jitted[-1] < jitted[0]
     np.testing.assert_allclose(jitted, eager, rtol=2e-2)
+
+
+@needs_autograd
+@pytest.mark.parametrize("optimiser", ["SGD", "Adam"])
+def test_gradscaler_inside_md_jit_matches_eager(optimiser):
+    """``scale``/``backward``/``step``/``update`` inside one jitted step, with overflows
+    injected (a captured factor set to inf or NaN at some calls): the same scale sequence,
+    skipped steps and parameters as eager. A compiler that cannot hold the scaler's check in
+    its graph (it reads a flag back to Python) compiles around it or runs the step eagerly
+    with a JitWarning; never a silently different step."""
+    x = md.asarray(_rand((4, 8)))
+    w0, b0 = _rand((3, 8), 5) / 3, _rand((3,), 6) / 3
+    overflow = {2: np.inf, 5: np.nan, 6: np.inf}
+
+    def run(jit: bool) -> tuple[list[float], np.ndarray]:
+        lin = nn.Linear(8, 3)
+        lin.weight = nn.Parameter(md.asarray(w0))
+        lin.bias = nn.Parameter(md.asarray(b0))
+        opt = getattr(md.optim, optimiser)(lin.parameters(), lr=0.05)
+        scaler = md.amp.GradScaler(init_scale=2.0**10, growth_interval=2)
+        factor = md.asarray(np.float32(1.0))
+
+        def step(x):
+            with md.autograd.record():  # scale inside: TensorFlow and MXNet tape it
+                loss = F.mse_loss(lin(x), md.zeros((4, 3))) * factor
+                scaled = scaler.scale(loss)
+            scaled.backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            return loss
+
+        if jit:
+            step = md.jit(step)
+        scales = []
+        for i in range(9):
+            factor[...] = overflow.get(i, 1.0)
+            step(x)
+            scales.append(scaler.get_scale())
+        return scales, lin.weight.numpy().copy()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)  # an eager fallback is allowed
+        jitted = run(True)
+    eager = run(False)
+    scale, good, rule = 2.0**10, 0, []  # halved at an overflow, doubled after 2 good steps
+    for i in range(9):
+        good = 0 if i in overflow else good + 1
+        scale = scale / 2 if i in overflow else scale * 2 if good == 2 else scale
+        good = 0 if good == 2 else good
+        rule.append(scale)
+    assert eager[0] == rule
+    assert jitted[0] == eager[0]
+    np.testing.assert_allclose(jitted[1], eager[1], rtol=1e-5, atol=1e-6)
+    assert np.isfinite(jitted[1]).all()

@@ -66,12 +66,18 @@ class Jit:
                 try:
                     with patch:
                         return whole(*natives)
-                except (Unsupported, FailOnRecompileLimitHit):
+                except Unsupported:
                     # Dynamo raised while tracing, before anything ran: the same call again,
                     # compiled torch's usual way (graphs between the breaks, backward()
                     # run by autograd through their compiled backward graphs)
                     mode[0] = "split"
                     split.append(torch.compile(_own_code(step), backend=compiler))
+                except FailOnRecompileLimitHit:
+                    # Python state that changes at every call (Adam's step counter) made
+                    # Dynamo recompile each time: eager from now on, as torch.compile does
+                    mode[0] = "eager"
+            if mode[0] == "eager":
+                return step(*natives)
             return split[0](*natives)
 
         return run
