@@ -235,6 +235,42 @@ def test_nesting_disable_decorator_and_context_locality():
     assert contextvars.copy_context().run(md.amp.autocast_dtype) is None
 
 
+@needs_autograd
+def test_matmul_operator_follows_the_policy_of_md_matmul():
+    """``a @ b`` under autocast is ``md.matmul(a, b)``: the low dtype, the same values and a
+    float32 gradient for float32 leaves; in the C fast path (where built) and in the Python
+    operator, reflected (``__rmatmul__``) too; another thread and the code after the
+    context compute in float32."""
+    reason = NO_LOW_KERNEL.get(BACKEND, {}).get("matmul")
+    if reason and md.registry.current().default_device().type == "cpu":
+        pytest.skip(reason)
+    a_np, b_np = _rand((4, 8)), _rand((8, 3), 1)
+    a, b = md.asarray(a_np), md.asarray(b_np)
+    assert (a @ b).dtype == md.float32
+    with md.autocast(dtype=LOW):
+        want = md.matmul(a, b)
+        got = [a @ b, type(a).__matmul__(a, b), type(b).__rmatmul__(b, a_np)]
+        seen = []
+        t = threading.Thread(target=lambda: seen.append((a @ b).dtype))
+        t.start()
+        t.join()
+    assert want.dtype == LOW and seen == [md.float32]
+    for r in got:
+        assert r.dtype == LOW
+        np.testing.assert_array_equal(r.astype(md.float32).numpy(), want.astype(md.float32).numpy())
+    assert (a @ b).dtype == md.float32 and md.amp.ACTIVE == 0
+    if not TRAIN_LOW:
+        return
+    w = nn.Parameter(md.asarray(b_np))
+    with md.autograd.record(), md.autocast(dtype=LOW):
+        loss = (a @ w).astype(md.float32).sum()
+    loss.backward()
+    assert w.grad is not None and w.grad.dtype == md.float32
+    np.testing.assert_allclose(
+        w.grad.numpy(), np.repeat(a_np.sum(0)[:, None], 3, 1), rtol=2e-2, atol=5e-2
+    )
+
+
 def test_bad_arguments_raise_typed_errors():
     with pytest.raises(TypeError, match=r"bfloat16 or md\.float16"):
         md.autocast(dtype=md.float32)
@@ -383,12 +419,6 @@ def test_gradscaler_on_plain_tensors_and_state_dict():
 
 @needs_autograd
 @pytest.mark.skipif(not TRAIN_LOW, reason="MXNet's CPU build has no float16 gemm")
-@pytest.mark.xfail(
-    BACKEND == "torch",
-    strict=True,
-    reason="known bug: under md.jit on torch (torch.compile with traced autograd) a training "
-    "step that opens md.autocast does not update the parameters; eager is right",
-)
 def test_autocast_inside_md_jit_matches_eager():
     """autocast inside a jitted forward and a jitted training step (record, backward,
     opt.step): the same dtypes, and the losses of eager autocast within its rounding."""
@@ -430,3 +460,58 @@ def test_autocast_inside_md_jit_matches_eager():
     assert w.dtype == md.float32
     assert jitted[-1] < jitted[0]
     np.testing.assert_allclose(jitted, eager, rtol=2e-2)
+
+
+@needs_autograd
+@pytest.mark.parametrize("optimiser", ["SGD", "Adam"])
+def test_gradscaler_inside_md_jit_matches_eager(optimiser):
+    """``scale``/``backward``/``step``/``update`` inside one jitted step, with overflows
+    injected (a captured factor set to inf or NaN at some calls): the same scale sequence,
+    skipped steps and parameters as eager. A compiler that cannot hold the scaler's check in
+    its graph (it reads a flag back to Python) compiles around it or runs the step eagerly
+    with a JitWarning; never a silently different step."""
+    x = md.asarray(_rand((4, 8)))
+    w0, b0 = _rand((3, 8), 5) / 3, _rand((3,), 6) / 3
+    overflow = {2: np.inf, 5: np.nan, 6: np.inf}
+
+    def run(jit: bool) -> tuple[list[float], np.ndarray]:
+        lin = nn.Linear(8, 3)
+        lin.weight = nn.Parameter(md.asarray(w0))
+        lin.bias = nn.Parameter(md.asarray(b0))
+        opt = getattr(md.optim, optimiser)(lin.parameters(), lr=0.05)
+        scaler = md.amp.GradScaler(init_scale=2.0**10, growth_interval=2)
+        factor = md.asarray(np.float32(1.0))
+
+        def step(x):
+            with md.autograd.record():  # scale inside: TensorFlow and MXNet tape it
+                loss = F.mse_loss(lin(x), md.zeros((4, 3))) * factor
+                scaled = scaler.scale(loss)
+            scaled.backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            return loss
+
+        if jit:
+            step = md.jit(step)
+        scales = []
+        for i in range(9):
+            factor[...] = overflow.get(i, 1.0)
+            step(x)
+            scales.append(scaler.get_scale())
+        return scales, lin.weight.numpy().copy()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", md.JitWarning)  # an eager fallback is allowed
+        jitted = run(True)
+    eager = run(False)
+    scale, good, rule = 2.0**10, 0, []  # halved at an overflow, doubled after 2 good steps
+    for i in range(9):
+        good = 0 if i in overflow else good + 1
+        scale = scale / 2 if i in overflow else scale * 2 if good == 2 else scale
+        good = 0 if good == 2 else good
+        rule.append(scale)
+    assert eager[0] == rule
+    assert jitted[0] == eager[0]
+    np.testing.assert_allclose(jitted[1], eager[1], rtol=1e-5, atol=1e-6)
+    assert np.isfinite(jitted[1]).all()

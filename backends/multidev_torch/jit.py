@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._dynamo.exc import FailOnRecompileLimitHit, Unsupported
 
 from multidev.device import Device
 
@@ -51,19 +52,33 @@ class Jit:
                 outs = tuple(o.detach() for o in outs)
             return outs
 
-        own = types.FunctionType(
-            step.__code__.replace(),
-            step.__globals__,
-            step.__name__,
-            step.__defaults__,
-            step.__closure__,
-        )
-        compiled = torch.compile(own, backend=os.environ.get(COMPILE_BACKEND_ENV, "inductor"))
+        compiler = os.environ.get(COMPILE_BACKEND_ENV, "inductor")
+        # one graph: the step's backward traced with its forward (fullgraph: a graph break
+        # raises instead of splitting the step into frames compiled one by one, where a
+        # backward traced apart from the forward that recorded its loss loses its gradients)
+        whole = torch.compile(_own_code(step), backend=compiler, fullgraph=True)
         patch = torch._dynamo.config.patch(trace_autograd_ops=True)
+        mode = ["whole"]
+        split: list[Any] = []
 
         def run(*natives: Any) -> Any:
-            with patch:
-                return compiled(*natives)
+            if mode[0] == "whole":
+                try:
+                    with patch:
+                        return whole(*natives)
+                except Unsupported:
+                    # Dynamo raised while tracing, before anything ran: the same call again,
+                    # compiled torch's usual way (graphs between the breaks, backward()
+                    # run by autograd through their compiled backward graphs)
+                    mode[0] = "split"
+                    split.append(torch.compile(_own_code(step), backend=compiler))
+                except FailOnRecompileLimitHit:
+                    # Python state that changes at every call (Adam's step counter) made
+                    # Dynamo recompile each time: eager from now on, as torch.compile does
+                    mode[0] = "eager"
+            if mode[0] == "eager":
+                return step(*natives)
+            return split[0](*natives)
 
         return run
 
@@ -114,6 +129,14 @@ class Jit:
             verbose=False,
         )
         return path
+
+
+def _own_code(fn: Any) -> Any:
+    """``fn`` with a code object of its own: Dynamo keeps compiled graphs, guards and the
+    recompile count on the code object."""
+    return types.FunctionType(
+        fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
 
 
 def _needs(module: str) -> None:

@@ -130,10 +130,17 @@ tensor_dealloc(PyObject *self)
 
 /* The fast path: a new tensor of a's class, or NULL without an error where it does not
  * apply (NULL with an error where the native op raised). */
+/* Whether an enabled md.autocast is open in any thread (``set_autocast``): ``@`` then takes
+ * the Python operator, which casts its operands by the autocast policy. */
+static int autocast_on = 0;
+
 static PyObject *
 fast(PyObject *a, PyObject *b, int op, int *applied)
 {
     *applied = 0;
+    if (op == OP_MATMUL && autocast_on) {
+        return NULL;
+    }
     PyTypeObject *tp = Py_TYPE(a);
     if (Py_TYPE(b) != tp) {
         return NULL;
@@ -727,7 +734,24 @@ static PyTypeObject ExactResult_Type = {
     .tp_new = exact_new,
 };
 
+PyDoc_STRVAR(set_autocast_doc,
+             "set_autocast(on, /)\n--\n\n"
+             "Whether an enabled md.autocast is open in any thread: while it is, ``@`` runs the "
+             "Python operator (which applies the autocast policy) instead of its fast path.");
+
+static PyObject *
+set_autocast(PyObject *module, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    autocast_on = on;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"set_autocast", set_autocast, METH_O, set_autocast_doc},
     {"install", install, METH_VARARGS, install_doc},
     {"installed", installed, METH_O, installed_doc},
     {NULL, NULL, 0, NULL},

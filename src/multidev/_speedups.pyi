@@ -11,6 +11,10 @@ def install(
 def installed(cls: type, /) -> tuple[str, ...]:
     """The dunder names whose C fast path is in ``cls``'s slots now."""
 
+def set_autocast(on: bool, /) -> None:
+    """Whether an enabled ``md.autocast`` is open in any thread: while it is, ``@`` runs the
+    Python operator (which applies the autocast policy) instead of its fast path."""
+
 class exact_result:
     """``fn(*args, **kwargs)`` where its type is exactly ``cls``, else ``convert`` of it (``fn``
     is called once): an adapter's normalising wrapper around a native op, in C."""

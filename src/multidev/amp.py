@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from . import dtypes as _dt
 from .dispatch import call as _call
 from .dispatch import cast as _cast
+from .dispatch import set_autocast as _set_operator_autocast
 from .dispatch import wrap as _wrap
 from .tensors import Tensor
 
@@ -127,6 +128,7 @@ class autocast:
         self._tokens.append(_dtype.set(self.dtype if self.enabled else None))
         with _lock:
             ACTIVE += 1
+            _set_operator_autocast(ACTIVE)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -134,6 +136,7 @@ class autocast:
         _dtype.reset(self._tokens.pop())
         with _lock:
             ACTIVE -= 1
+            _set_operator_autocast(ACTIVE)
 
     def __call__(self, fn: F) -> F:
         dtype, enabled = self.dtype, self.enabled

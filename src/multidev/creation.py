@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import os
@@ -37,16 +36,24 @@ __all__ = [
 _MAX_BYTES = 1 << 47
 
 
-@functools.cache
+def _machine_memory() -> int:
+    """The machine's physical memory in bytes where the OS reports it, else ``_MAX_BYTES``."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return _MAX_BYTES
+
+
+#: bytes a tensor on a device of a kind can never exceed: the machine's physical memory for a
+#: CPU, else ``_MAX_BYTES``. A plain dict read once at import, not a cached function: a
+#: compiler that traces Python (torch.compile) reads it inside a compiled step, where a call
+#: to ``os.sysconf`` would break the step's graph.
+_MEMORY_LIMITS = {"cpu": _machine_memory()}
+
+
 def _memory_limit(kind: str) -> int:
-    """Bytes a tensor on a device of ``kind`` can never exceed: the machine's physical memory
-    for a CPU (where the OS reports it), else ``_MAX_BYTES``."""
-    if kind == "cpu":
-        try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (AttributeError, OSError, ValueError):
-            pass
-    return _MAX_BYTES
+    """Bytes a tensor on a device of ``kind`` can never exceed (``_MEMORY_LIMITS``)."""
+    return _MEMORY_LIMITS.get(kind, _MAX_BYTES)
 
 
 def _check_bytes(shape: tuple[int, ...], dt: _dt.DType, dev: Device) -> None:

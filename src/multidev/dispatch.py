@@ -356,16 +356,42 @@ def _native_op(name: str, bk: Any) -> Any:
     return fn
 
 
+#: the number of enabled ``md.autocast`` contexts open in any thread (``amp.ACTIVE``, kept here
+#: by ``amp``): ``@`` reads it, one global, and casts its operands by the policy while it is set
+AUTOCAST = 0
+
+
+def set_autocast(active: int) -> None:
+    """Note ``amp.ACTIVE`` for ``@``, here and in the C fast paths (which leave ``@`` to the
+    Python operator while an autocast is open)."""
+    global AUTOCAST
+    AUTOCAST = active
+    if SPEEDUPS is not None:
+        SPEEDUPS.set_autocast(active > 0)
+
+
+def _autocast_operands(x: Any, y: Any) -> tuple[Any, Any]:
+    """``x`` and ``y`` as ``md.matmul`` takes them under the autocast of this context."""
+    from . import amp
+
+    if not isinstance(y, Tensor) and type(y) not in SCALARS:
+        y = coerce(x, y)  # an array operand is cast like a tensor, as md.matmul casts it
+    return amp.cast("matmul", x, y)
+
+
 def make_operator(name: str, kind: int):
     """The dunder for one binary operator, with the common case (same backend, device and
     dtype, no device scope needed) handled in its own frame: the operands are compared by
     identity, the native op is looked up once per adapter, and the result is made without
     calling ``Tensor.__init__``. The closures hold constants only (what they reach otherwise
     is a module global): torch.compile inlines them without a graph break."""
+    lower = name == "matmul"  # the one operator md.autocast casts
     if kind in (ARITH, CMP):
         is_cmp = kind == CMP
 
         def operator(self, other):
+            if lower and AUTOCAST:
+                self, other = _autocast_operands(self, other)
             if type(other) is Tensor or type(other) is _CLASSES.get(self._bk):
                 bk = self._bk
                 dev = self._dev
@@ -389,6 +415,8 @@ def make_operator(name: str, kind: int):
     else:
 
         def operator(self, other):
+            if lower and AUTOCAST:
+                self, other = _autocast_operands(self, other)
             if type(other) is Tensor or type(other) is _CLASSES.get(self._bk):
                 bk = self._bk
                 dev = self._dev
@@ -411,6 +439,8 @@ def make_operator(name: str, kind: int):
             return binop(self, other, name, kind)
 
     def reflected(self, other):
+        if lower and AUTOCAST:
+            self, other = _autocast_operands(self, other)
         return rbinop(self, other, name, kind)
 
     operator.binary_op = (name, kind)  # type: ignore[attr-defined]  # read by tensor_class
@@ -541,12 +571,15 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
     if plain is not None:
         fns.update((dt, plain) for dt in dtypes & fn.plain_dtypes)
     is_cmp = kind == CMP
+    lower = name == "matmul"  # the one operator md.autocast casts
     scoped = bk.scoped_devices
     one = {id(f) for f in fns.values()}
     if len(dtypes) == len(_dt.ALL) and len(one) == 1 and not scoped:
         fn = fns[_dt.float32]
 
         def operator(self, other):
+            if lower and AUTOCAST:
+                self, other = _autocast_operands(self, other)
             if type(other) is cls:
                 dt = self._dtype
                 dev = self._dev
@@ -562,6 +595,8 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
     elif plain is None and not scoped:
         # ``/`` and ``&``/``|``: the dtypes that need no promotion, read as on Tensor
         def operator(self, other):
+            if lower and AUTOCAST:
+                self, other = _autocast_operands(self, other)
             if type(other) is cls:
                 dt = self._dtype
                 dev = self._dev
@@ -578,6 +613,8 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
         fast = fns.get
 
         def operator(self, other):
+            if lower and AUTOCAST:
+                self, other = _autocast_operands(self, other)
             if type(other) is cls:
                 dt = self._dtype
                 dev = self._dev

@@ -406,7 +406,11 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is _EAGER:
             return self.fn(*args, **kwargs)
+        values = None
         if entry is None:
+            # this call traces, and a compiler such as tf.function runs the traced graph in
+            # the same call: the parameters' values, for a trace that then runs eagerly
+            values = [(p, p.data.to(p.device, copy=True)) for p in params]
             slots = [(m, name) for m, name, _ in buffers]
             lr_slots = [(opt, i, dev) for opt, i, _, dev in lrs]
             entry = self._cache[key] = self._trace(
@@ -439,6 +443,8 @@ class Jitted:
             return self.fn(*args, **kwargs)
         if holder["traces"] != traced_before and holder.get("python_state_changed"):
             _restore(snapshot, bk)
+            for p, v in values or ():
+                p.data = v  # the graph ran the step once already: undo it before eager runs
             self._cache[key] = _EAGER
             self._warn(
                 "it changes Python values of an optimiser's state (e.g. Adam's step "
