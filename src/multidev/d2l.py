@@ -59,9 +59,21 @@ __all__ = [
     "Trainer",
     "Vocab",
     "accuracy",
+    "add_to_class",
     "try_all_gpus",
     "try_gpu",
 ]
+
+
+def add_to_class(Class: type) -> Any:
+    """A decorator that adds the decorated function to ``Class`` as a method under its own
+    name (the book's way of writing a class across several cells)."""
+
+    def wrapper(obj: Any) -> Any:
+        setattr(Class, obj.__name__, obj)
+        return obj
+
+    return wrapper
 
 
 class HyperParameters:
