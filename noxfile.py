@@ -641,6 +641,26 @@ def train_digits(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(name="digits-picture")
+def digits_picture(session: nox.Session) -> None:
+    """The README's picture: ``examples/train_digits.py`` (float32, one seed) trained on each
+    autograd backend in its tests-<backend> environment, its runs overlaid by ``multidev
+    plot`` into docs/images/digits-backends.png. Not in the default set: it trains four
+    times; run it when the example or the Trainer changes, and commit the picture."""
+    runs = SHARED / "digits-picture"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.examples.train_digits",
+            "--log-dir", str(runs / b), "--no-progress", "--no-plot",
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    session.run(
+        str(_venv_python("numpy")), "-m", "multidev", "plot", *(str(runs / b) for b in AUTOGRAD),
+        "-o", str(ROOT / "docs" / "images" / "digits-backends.png"), external=True,
+    )  # fmt: skip
+
+
 @nox.session(name="d2l-chapters")
 def d2l_chapters(session: nox.Session) -> None:
     """The PyTorch code of d2l's model chapters (CNNs, modern CNNs, RNNs, modern RNNs,
