@@ -329,7 +329,7 @@ class TensorBoard(Callback):
             self.writer.close()
 
 
-def _in_notebook() -> bool:
+def in_notebook() -> bool:
     """Whether this runs in a Jupyter kernel (where a figure can be shown and replaced)."""
     try:
         from IPython import get_ipython

@@ -31,7 +31,7 @@ from . import amp, registry
 from . import dtypes as _dt
 from . import random as _random
 from .autograd import autograd_backends, no_grad, record
-from .callbacks import CSVLogger, LivePlot, _in_notebook
+from .callbacks import CSVLogger, LivePlot, in_notebook
 from .checkpoint import load, save
 from .data.loader import DataLoader
 from .errors import AutogradError, UnsupportedOperationError
@@ -176,7 +176,7 @@ class Trainer:
             self.callbacks.append(CSVLogger())
         if (
             self.progress
-            and _in_notebook()
+            and in_notebook()
             and importlib.util.find_spec("matplotlib") is not None
             and not any(isinstance(c, LivePlot) for c in callbacks)
         ):
