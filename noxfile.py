@@ -641,6 +641,49 @@ def train_digits(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(name="digits-picture")
+def digits_picture(session: nox.Session) -> None:
+    """The README's picture: ``examples/train_digits.py`` (float32, one seed) trained on each
+    autograd backend in its tests-<backend> environment, its runs overlaid by ``multidev
+    plot`` into docs/images/digits-backends.png. Not in the default set: it trains four
+    times; run it when the example or the Trainer changes, and commit the picture."""
+    runs = SHARED / "digits-picture"
+    env = {"PYTHONHASHSEED": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for b in AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "multidev.examples.train_digits",
+            "--log-dir", str(runs / b), "--no-progress", "--no-plot",
+            env={**env, "MULTIDEV_BACKEND": b}, external=True,
+        )  # fmt: skip
+    session.run(
+        str(_venv_python("numpy")), "-m", "multidev", "plot", *(str(runs / b) for b in AUTOGRAD),
+        "-o", str(ROOT / "docs" / "images" / "digits-backends.png"), external=True,
+    )  # fmt: skip
+
+
+@nox.session(name="d2l-chapters")
+def d2l_chapters(session: nox.Session) -> None:
+    """The PyTorch code of d2l's model chapters (CNNs, modern CNNs, RNNs, modern RNNs,
+    attention and Transformers, optimisation) with ``torch`` replaced by ``md``, in each
+    autograd backend's tests environment (tests/test_d2l_chapters.py, short-data mode). Not in
+    the default set: the book's source is not a package. Point ``MULTIDEV_D2L_DIR`` at a clone
+    of https://github.com/d2l-ai/d2l-en; without it the session skips, saying so."""
+    checkout = os.environ.get("MULTIDEV_D2L_DIR")
+    if not checkout:
+        session.skip(
+            "MULTIDEV_D2L_DIR is not set: clone https://github.com/d2l-ai/d2l-en and set "
+            "MULTIDEV_D2L_DIR to that folder to run the book's chapters."
+        )
+    for b in session.posargs or AUTOGRAD:
+        session.run(
+            str(_venv_python(b)), "-m", "pytest", "tests/test_d2l_chapters.py",
+            "-p", "no:cacheprovider", "-p", "multidev.testing.plugin", "-q", "-rs",
+            env={"MULTIDEV_BACKEND": b, "MULTIDEV_D2L_DIR": checkout, "PYTHONHASHSEED": "0",
+                 "TF_CPP_MIN_LOG_LEVEL": "2"},
+            external=True,
+        )  # fmt: skip
+
+
 @nox.session(name="array-api")
 @nox.parametrize("backend", BACKENDS)
 def array_api(session: nox.Session, backend: str) -> None:

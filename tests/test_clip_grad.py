@@ -75,3 +75,19 @@ def test_clip_grad_norm_edge_cases():
         clip_grad_norm_(params, 1.0, norm_type=0)
     with pytest.raises(ValueError, match="clip_value"):
         clip_grad_value_(params, -0.5)
+
+
+@pytest.mark.requires("autograd")
+def test_clipping_inside_an_open_recording_is_not_recorded():
+    """As PyTorch's (``@torch.no_grad()``): clipping while a recording is open (here a
+    ``record()`` block around the whole step) neither fails nor records the gradient
+    arithmetic. On MXNet a recorded gradient write raised "already in a computational graph"."""
+    w = nn.Parameter(md.asarray(np.array([3.0, 4.0], dtype=np.float32)))
+    with md.autograd.record():
+        loss = (w * w).sum()
+        loss.backward()
+        total = clip_grad_norm_([w], max_norm=1.0)
+        clip_grad_value_([w], 0.5)
+        assert md.is_grad_enabled()
+    assert math.isclose(float(total), 10.0, rel_tol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), [0.5, 0.5], rtol=1e-5)

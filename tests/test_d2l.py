@@ -160,3 +160,62 @@ def test_training_without_autograd_says_so():
     data = d2l.SyntheticRegressionData(w=md.asarray([2.0, -3.4]), b=4.2)
     with pytest.raises(md.AutogradError):
         d2l.Trainer(max_epochs=1).fit(model, data)
+
+
+@needs_autograd
+def test_fashion_mnist_downloaded_from_a_local_server_trains_with_the_trainer(tmp_path):
+    """d2l.FashionMNIST fetches its four IDX files over HTTP (a real server on 127.0.0.1),
+    checks them, and d2l.Trainer fits a classifier on them: validation accuracy is recorded
+    per epoch, and the classifier learns (each class lights up its own rows of pixels)."""
+    import functools
+    import gzip
+    import hashlib
+    import http.server
+    import threading
+
+    from multidev.data import datasets
+
+    rng = np.random.default_rng(0)
+    served = tmp_path / "served"
+    served.mkdir()
+    sums = {}
+    for split, n in (("train", 200), ("t10k", 60)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        images = rng.integers(0, 60, (n, 28, 28)).astype(np.uint8)
+        for i, k in enumerate(labels):  # each class lights up its own rows
+            images[i, 2 * k : 2 * k + 3] = 255
+        for kind, a in (("images-idx3", images), ("labels-idx1", labels)):
+            head = bytes([0, 0, 0x08, a.ndim]) + np.asarray(a.shape, ">u4").tobytes()
+            data = gzip.compress(head + a.tobytes(), mtime=0)
+            name = f"{split}-{kind}-ubyte.gz"
+            (served / name).write_bytes(data)
+            sums[name] = hashlib.sha256(data).hexdigest()
+
+    class Served(datasets.FashionMNIST):
+        SHA256 = sums
+
+    class LocalFashionMNIST(d2l.FashionMNIST):
+        dataset = Served
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+        data = LocalFashionMNIST(batch_size=32, root=str(tmp_path / "data"), download=True,
+                                 base_url=url)  # fmt: skip
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert sorted(p.name for p in (tmp_path / "data" / "Served").iterdir()) == sorted(sums)
+    X, y = next(iter(data.train_dataloader()))
+    assert X.shape == (32, 1, 28, 28) and X.dtype == md.float32 and y.dtype == md.int64
+    assert data.text_labels_of([0, 9]) == ["t-shirt", "ankle boot"]
+    md.manual_seed(0)
+    model = SoftmaxRegression(num_outputs=10, lr=0.5)
+    d2l.Trainer(max_epochs=6).fit(model, data)
+    acc = [a for _, a in model.board.points["val_acc"]]
+    assert len(acc) == 6
+    assert acc[-1] > 0.9  # chance is 0.1
+    losses = [v for _, v in model.board.points["train_loss"]]
+    assert losses[-1] < losses[0]

@@ -251,3 +251,27 @@ def test_param_hash_prints_backend_and_hash(capsys):
     backend, h = hash_line.split()
     assert backend == md.get_backend() and len(h) == 64
     assert forward_line.split()[:2] == [backend, "forward"]
+
+
+@pytest.mark.requires("autograd")
+def test_module_zero_grad_drops_or_zeroes_every_parameters_gradient():
+    """PyTorch's ``Module.zero_grad`` (d2l's conv-layer section calls ``conv2d.zero_grad()``)."""
+    net = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
+    x = md.ones((4, 3))
+    with md.autograd.record():
+        loss = net(x).sum()
+    loss.backward()
+    net.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.numpy().any() for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_a_0d_tensor_formats_as_its_number_as_in_pytorch():
+    """``f"{loss:.3f}"`` (d2l prints losses so); other tensors only with an empty spec."""
+    x = md.asarray(np.array([1.25, 2.5], dtype=np.float32))
+    assert f"{x.sum():.3f}" == "3.750"
+    assert f"{x[0]}" == str(x[0].item())
+    assert f"{x}" == repr(x)
+    with pytest.raises(TypeError):
+        f"{x:.3f}"

@@ -417,3 +417,26 @@ def test_tensorboard_writes_event_files(tmp_path):
         assert "multidev[train]" in str(e)
         pytest.skip(f"no TensorBoard writer here: {e}")
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+
+
+@needs_autograd
+def test_live_plot_redraws_the_figure_after_each_epoch():
+    """``md.callbacks.LivePlot`` (added by the Trainer in Jupyter) hands a new figure of the
+    history so far to its display hook after every ``every`` epochs; outside a notebook the
+    Trainer adds none."""
+    pytest.importorskip("matplotlib")
+    shown = []
+
+    def hook(fig):
+        lines = [ln for ax in fig.axes for ln in ax.get_lines()]
+        shown.append(max(len(ln.get_xdata()) for ln in lines))
+
+    live = md.callbacks.LivePlot(display=hook)
+    _trainer(3, callbacks=[live]).fit(_net(), _loader())
+    assert shown == [1, 2, 3] and live.redraws == 3  # one more epoch in each picture
+    every2 = md.callbacks.LivePlot(every=2, display=lambda fig: None)
+    _trainer(3, callbacks=[every2]).fit(_net(), _loader())
+    assert every2.redraws == 1
+    assert not any(isinstance(c, md.callbacks.LivePlot) for c in _trainer(1).callbacks)
+    with pytest.raises(ValueError, match="every >= 1"):
+        md.callbacks.LivePlot(every=0)

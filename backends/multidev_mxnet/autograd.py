@@ -120,10 +120,18 @@ class Autograd:
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)
-    #: None: backward() needs record() on MXNet for now. An implicit recording
-    #: (ImplicitRecording) works for multidev's own code, but Gluon code that writes
-    #: parameters (set_data) while it is open meets MXNet's "already in a computational
-    #: graph" error, and two of the d2l-style cells failed under it
+    #: None: backward() needs record() on MXNet. ImplicitRecording works for multidev's
+    #: own steps (optimiser updates, gradient writes and clipping run with recording paused;
+    #: the d2l-style cells pass with it), but it cannot be made sound: MXNet's recording
+    #: is one flag per thread, not a tape, so an implicit one (open from a forward to
+    #: backward/zero_grad, and again right after each backward, as from-scratch loops need)
+    #: records *every* MXNet call in that window. Any in-place write into a marked array
+    #: there fails with "Assigning to NDArrays that are already in a computational graph":
+    #: Gluon's own ``Parameter.set_data`` and ``gluon.Trainer.step`` after a multidev
+    #: ``backward()``, and a write through a deep-copied parameter's ``p.data`` once a
+    #: recording from earlier code is still open (tests/test_cnn.py's deepcopy test in the
+    #: whole suite). It also turns on MXNet's train mode for native Gluon layers in that
+    #: window. Code multidev does not run cannot be paused for it.
     implicit_record = None
 
     @staticmethod
@@ -163,7 +171,8 @@ class Autograd:
                 "Expected a floating-point parameter to hold a gradient. Received: a gluon "
                 "Parameter with grad_req='null' (integer or bool values)."
             )
-        var.grad(var.list_ctx()[0])[...] = value
+        with mx.autograd.pause():  # a gradient write is never part of a recording
+            var.grad(var.list_ctx()[0])[...] = value
         setattr(var, _HAS_GRAD, True)
 
     def clear_grads(self, variables: Sequence[Any]) -> None:

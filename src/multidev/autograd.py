@@ -55,7 +55,7 @@ _last: contextvars.ContextVar[MappingProxyType] = contextvars.ContextVar(
     "multidev_last_recording", default=MappingProxyType({})
 )
 
-#: adapter -> its implicit recording (see ``begin_implicit``), open until backward/zero_grad
+#: adapter -> its implicit recording (see ``begin_implicit``), open until backward()
 _implicit: dict[Any, Any] = {}
 #: [whether gradients are recorded (md.is_grad_enabled), the pause that disables them or None]
 _grad_state: list[Any] = [True, None]
@@ -248,9 +248,10 @@ def begin_implicit() -> None:
     ``implicit_record``: TensorFlow's tape; torch and Paddle record by themselves, MXNet has
     none yet) so that ``loss.backward()`` works without
     ``record()``, as in PyTorch. A Block call opens it when gradients are enabled and no
-    recording of that backend is open; ``backward()``, ``zero_grad`` and ``record()`` end
-    it (backward() opens a fresh one), so it holds the operations since the last of those:
-    at most one forward in a training loop."""
+    recording of that backend is open; ``backward()`` and ``record()`` end it (backward()
+    opens a fresh one), so it holds the operations since the last of those: one forward in
+    a training loop. ``zero_grad`` leaves it open: PyTorch code calls it between the forward
+    pass and ``backward()`` too (d2l's Trainer does)."""
     bk = registry.current()
     make = getattr(bk, "implicit_record", None)
     if bk in _implicit or not _grad_state[0] or not make:

@@ -1,5 +1,5 @@
 """Callbacks for ``md.Trainer``: ``ModelCheckpoint``, ``EarlyStopping``,
-``LearningRateScheduler``, ``CSVLogger`` and ``TensorBoard``.
+``LearningRateScheduler``, ``CSVLogger``, ``TensorBoard`` and ``LivePlot``.
 
 The protocol (subclass ``Callback`` or define any of these methods): ``on_fit_start``,
 ``on_epoch_start``, ``on_batch_end``, ``on_epoch_end``, ``on_fit_end``, each called with the
@@ -32,6 +32,7 @@ __all__ = [
     "Callback",
     "EarlyStopping",
     "LearningRateScheduler",
+    "LivePlot",
     "ModelCheckpoint",
     "TensorBoard",
 ]
@@ -326,3 +327,58 @@ class TensorBoard(Callback):
     def on_fit_end(self, trainer: Trainer) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (where a figure can be shown and replaced)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class LivePlot(Callback):
+    """Redraw the loss and metrics per epoch in place, as d2l's ``ProgressBoard`` does: after
+    every ``every`` epochs the figure of ``Trainer.plot`` is drawn again and shown in the
+    same output cell. ``md.Trainer`` adds one by itself when it runs in Jupyter and
+    matplotlib is installed.
+
+    ``display``: the hook called with each new figure; by default IPython's
+    ``display(fig, display_id=True)`` the first time and the returned handle's
+    ``update(fig)`` after that (so the picture is replaced, not appended). Needs matplotlib
+    (``multidev[train]``)."""
+
+    def __init__(self, every: int = 1, display: Callable[[Any], None] | None = None) -> None:
+        if every < 1:
+            raise ValueError(f"Expected every >= 1 (epochs). Received: {every!r}")
+        self.every = int(every)
+        self.display = display
+        self.redraws = 0
+        self._handle: Any = None
+
+    def _show(self, fig: Any) -> None:
+        if self.display is not None:
+            self.display(fig)
+            return
+        from IPython import display
+
+        if self._handle is None:
+            self._handle = display.display(fig, display_id=True)
+        else:
+            self._handle.update(fig)
+
+    def on_epoch_end(self, trainer: Trainer) -> None:
+        if (trainer.epoch + 1) % self.every:
+            return
+        from ._extras import require
+        from .plotting import draw_histories
+
+        plt = require("matplotlib.pyplot", "a live plot of training")
+        fig = draw_histories({"": trainer.history})
+        try:
+            self._show(fig)
+        finally:
+            plt.close(fig)  # shown (or handed to the hook) already; keep no figure open
+        self.redraws += 1

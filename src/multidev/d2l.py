@@ -59,9 +59,21 @@ __all__ = [
     "Trainer",
     "Vocab",
     "accuracy",
+    "add_to_class",
     "try_all_gpus",
     "try_gpu",
 ]
+
+
+def add_to_class(Class: type) -> Any:
+    """A decorator that adds the decorated function to ``Class`` as a method under its own
+    name (the book's way of writing a class across several cells)."""
+
+    def wrapper(obj: Any) -> Any:
+        setattr(Class, obj.__name__, obj)
+        return obj
+
+    return wrapper
 
 
 class HyperParameters:
@@ -625,18 +637,28 @@ class FashionMNIST(DataModule):
         "ankle boot",
     )
 
+    #: the IDX reader (``md.data.datasets.FashionMNIST`` when None)
+    dataset: Any = None
+
     def __init__(
-        self, batch_size: int = 64, resize: tuple[int, int] = (28, 28), root: str = "../data"
+        self,
+        batch_size: int = 64,
+        resize: tuple[int, int] = (28, 28),
+        root: str = "../data",
+        download: bool = False,
+        base_url: str | None = None,
     ) -> None:
+        """``download=True`` fetches missing files from ``base_url`` (the data set's own
+        mirror by default) and checks their SHA-256, as ``md.data.datasets.FashionMNIST``."""
         super().__init__(root=root)
         self.save_hyperparameters()
         if tuple(resize) != (28, 28):
             raise ValueError(
                 f"Expected resize=(28, 28). Received: {resize!r}; resizing is not supported"
             )
-        datasets = import_module(".data.datasets", __package__)
-        self.train = datasets.FashionMNIST(root, train=True)
-        self.val = datasets.FashionMNIST(root, train=False)
+        reader = self.dataset or import_module(".data.datasets", __package__).FashionMNIST
+        self.train = reader(root, train=True, download=download, base_url=base_url)
+        self.val = reader(root, train=False, download=download, base_url=base_url)
 
     def text_labels_of(self, indices: Iterable[Any]) -> list[str]:
         return [self.text_labels[int(i)] for i in indices]

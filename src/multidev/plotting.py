@@ -11,7 +11,7 @@ from typing import Any
 
 from ._extras import require
 
-__all__ = ["plot_histories", "plot_runs", "read_history"]
+__all__ = ["draw_histories", "plot_histories", "plot_runs", "read_history"]
 
 _SKIP = {"epoch", "time_s", "lr"}
 
@@ -40,6 +40,17 @@ def plot_histories(runs: dict[str, list[dict[str, Any]]], path: str | os.PathLik
     line per run, against the epoch; saved as PNG at ``path``."""
     mpl = require("matplotlib", "plots of training runs")
     mpl.use("Agg")
+    plt = require("matplotlib.pyplot", "plots of training runs")
+    fig = draw_histories(runs)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def draw_histories(runs: dict[str, list[dict[str, Any]]]) -> Any:
+    """The matplotlib figure of :func:`plot_histories` (not saved, not closed)."""
     plt = require("matplotlib.pyplot", "plots of training runs")
     names: list[str] = []
     for history in runs.values():
@@ -72,11 +83,7 @@ def plot_histories(runs: dict[str, list[dict[str, Any]]], path: str | os.PathLik
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def plot_runs(run_dirs: list[str | os.PathLike[str]], path: str | os.PathLike[str]) -> Path:

@@ -120,6 +120,13 @@ class Tensor:
             raise TypeError(f"only integer tensors can be used as an index, not {self._dtype}")
         return int(self.item())
 
+    def __format__(self, format_spec: str) -> str:
+        """As PyTorch's: a one-element 0-d tensor formats as its Python number
+        (``f"{loss:.3f}"``); any other tensor only with an empty spec (its repr)."""
+        if self.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __repr__(self) -> str:
         try:
             body = np.array2string(

@@ -19,6 +19,7 @@ batch losses (with dropout on and the weights of each batch's step, as Keras rep
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ from . import amp, registry
 from . import dtypes as _dt
 from . import random as _random
 from .autograd import autograd_backends, no_grad, record
-from .callbacks import CSVLogger
+from .callbacks import CSVLogger, LivePlot, in_notebook
 from .checkpoint import load, save
 from .data.loader import DataLoader
 from .errors import AutogradError, UnsupportedOperationError
@@ -110,7 +111,8 @@ class Trainer:
       (``md.nn.utils.clip_grad_norm_``) before each optimiser step.
     - ``device``: where the model and every batch go (default: where they are).
     - ``progress``: a tqdm bar per epoch on a terminal (``multidev[train]``) and one summary
-      line per epoch on stderr; False: silent.
+      line per epoch on stderr; in Jupyter (with matplotlib) also a plot of the loss and
+      metrics redrawn in place after each epoch (``md.callbacks.LivePlot``); False: silent.
     - ``log_dir``: folder for the logs (``metrics.csv``, ``metrics.jsonl``: a ``CSVLogger``
       is added when none is given), checkpoints with relative paths, and plots.
     - ``loss``, ``optimizer``, ``metrics`` (keyword only): for plain Blocks, see the module.
@@ -172,6 +174,13 @@ class Trainer:
         self.metrics: list[Metric] = list(metrics)
         if self.log_dir is not None and not any(isinstance(c, CSVLogger) for c in callbacks):
             self.callbacks.append(CSVLogger())
+        if (
+            self.progress
+            and in_notebook()
+            and importlib.util.find_spec("matplotlib") is not None
+            and not any(isinstance(c, LivePlot) for c in callbacks)
+        ):
+            self.callbacks.append(LivePlot())  # redrawn in place per epoch, as d2l's board
         self.model: Any = None
         self.optimizer: Optimizer | None = None
         self.schedulers: list[tuple[LRScheduler, str]] = []

@@ -306,6 +306,20 @@ class Block:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop the gradient of every parameter (PyTorch's ``Module.zero_grad``);
+        ``set_to_none=False`` sets the existing ones to zeros instead."""
+        from ..creation import zeros_like
+        from .parameter import clear_grads
+
+        params = list(self.parameters())
+        if set_to_none:
+            clear_grads(params)
+            return
+        for p in params:
+            if p.grad is not None:
+                p.grad = zeros_like(p.grad)
+
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Tensor]]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import registry
-from ..autograd import end_implicit, no_grad
+from ..autograd import no_grad
 from ..device import as_device, check_available
 from ..dispatch import asarray
 from ..dispatch import device_for as _device
@@ -293,8 +293,6 @@ def clear_grads(params: Iterable[Parameter]) -> None:
     ``set_grad(var, None)`` elsewhere."""
     batched: dict[int, tuple[Callable[[list[Any]], None], list[Parameter]]] = {}
     params = list(params)
-    for bk in {id(p._bk): p._bk for p in params}.values():
-        end_implicit(bk)  # zero_grad ends a forward that no backward used
     for p in params:
         hook = getattr(p._bk, "clear_grads", None)
         if hook is None or p._var is None:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import ops
+from ..autograd import no_grad
 from ..tensors import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
@@ -38,6 +39,7 @@ def _norm(x: Tensor, norm_type: float) -> Tensor:
     return ops.sum(abs(x) ** norm_type) ** (1.0 / norm_type)
 
 
+@no_grad()  # as PyTorch's: gradient arithmetic is never recorded
 def clip_grad_norm_(
     parameters: Iterable[Any] | Tensor,
     max_norm: float,
@@ -79,6 +81,7 @@ def clip_grad_norm_(
     return total
 
 
+@no_grad()
 def clip_grad_value_(parameters: Iterable[Any] | Tensor, clip_value: float) -> None:
     """Clamp every gradient element into ``[-clip_value, clip_value]``, in place of
     ``p.grad``. Raises ``ValueError`` for a negative ``clip_value``."""

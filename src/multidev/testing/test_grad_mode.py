@@ -71,7 +71,7 @@ def test_backward_without_record_on_plain_tensors_that_require_grad(rng):
 
 @autograd
 @implicit
-def test_zero_grad_ends_a_forward_no_backward_used(rng):
+def test_a_forward_no_backward_used_leaves_the_next_step_right(rng):
     x, y = _data(rng)
     net = _net()
     opt = md.optim.SGD(net.parameters(), lr=0.1)
@@ -81,6 +81,25 @@ def test_zero_grad_ends_a_forward_no_backward_used(rng):
     loss.backward()
     np.testing.assert_allclose(stale.numpy(), loss.numpy())
     assert all(p.grad is not None for p in net.parameters())
+
+
+@autograd
+@implicit
+def test_zero_grad_between_forward_and_backward_as_in_pytorch(rng):
+    """``loss = f(); opt.zero_grad(); loss.backward()`` (d2l's Trainer and its conv-layer
+    section, and ``net.zero_grad()`` too) gives the recorded step's gradients."""
+    x, y = _data(rng)
+    net = _net()
+    with md.autograd.record():
+        loss = md.mean((net(x) - y) ** 2)
+    loss.backward()
+    recorded = _grads(net)
+    opt = md.optim.SGD(net.parameters(), lr=0.1)
+    for zero in (opt.zero_grad, net.zero_grad):
+        loss = md.mean((net(x) - y) ** 2)
+        zero()
+        loss.backward()
+        _assert_same(_grads(net), recorded)
 
 
 @autograd
