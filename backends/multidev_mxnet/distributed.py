@@ -18,7 +18,13 @@ from multidev.distributed.launch import Proc
 
 from .updates import invoke, op_handle
 
-__all__ = ["MXNetGroup", "device_allreduce", "helper_processes", "start"]
+__all__ = [
+    "MXNetGroup",
+    "device_allreduce",
+    "helper_processes",
+    "recorded_all_reduce",
+    "start",
+]
 
 
 class _Keys:
@@ -174,6 +180,32 @@ class MXNetGroup(Group):
 
     def barrier(self) -> None:
         self.kv._barrier()
+
+
+class _RecordedSum(mx.autograd.Function):
+    """The sum over the ranks, whose backward is the sum over the ranks of the incoming
+    gradient (the gradient of the sum of every rank's loss)."""
+
+    def __init__(self, group: MXNetGroup) -> None:
+        super().__init__()
+        self.group = group
+
+    def forward(self, x: Any) -> Any:
+        return self.group.all_reduce(x.copy())
+
+    def backward(self, dy: Any) -> Any:
+        # the gradient may come as a legacy NDArray: reduced as an mxnet.numpy array, given
+        # back in the type it came in
+        legacy = not isinstance(dy, mx.np.ndarray)
+        summed = self.group.all_reduce((dy.as_np_ndarray() if legacy else dy).copy())
+        return summed.as_nd_ndarray() if legacy else summed
+
+
+def recorded_all_reduce(group: MXNetGroup, x: Any) -> Any:
+    """The sum of native ``x`` over every rank, recorded by ``mx.autograd`` (an
+    ``autograd.Function``): its gradient is the sum over the ranks of the gradient that
+    reaches it (``nn.SyncBatchNorm``'s statistics)."""
+    return _RecordedSum(group)(x)
 
 
 def _dmlc(master_addr: str, master_port: int, world_size: int) -> dict[str, str]:

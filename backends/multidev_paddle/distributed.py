@@ -12,7 +12,7 @@ import paddle.distributed as pdist
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["PaddleGroup", "data_parallel", "start"]
+__all__ = ["PaddleGroup", "data_parallel", "recorded_all_reduce", "start"]
 
 
 class PaddleGroup(Group):
@@ -35,6 +35,27 @@ class PaddleGroup(Group):
     def barrier(self) -> None:
         if self.world_size > 1:
             pdist.barrier()
+
+
+class _RecordedSum(paddle.autograd.PyLayer):
+    """The sum over the ranks, whose backward is the sum over the ranks of the incoming
+    gradient (the gradient of the sum of every rank's loss)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, group: PaddleGroup) -> Any:
+        ctx.group = group
+        return group.all_reduce(x.clone())
+
+    @staticmethod
+    def backward(ctx: Any, dy: Any) -> Any:
+        return ctx.group.all_reduce(dy.clone())
+
+
+def recorded_all_reduce(group: PaddleGroup, x: Any) -> Any:
+    """The sum of native ``x`` over every rank, recorded by autograd (a ``PyLayer``): its
+    gradient is the sum over the ranks of the gradient that reaches it
+    (``nn.SyncBatchNorm``'s statistics)."""
+    return _RecordedSum.apply(x, group)
 
 
 def start(job: Job) -> PaddleGroup:

@@ -17,6 +17,7 @@ __all__ = [
     "COLLECTIVE_ERRORS",
     "TFGroup",
     "cluster_workers",
+    "recorded_all_reduce",
     "recorded_copy",
     "start",
     "stopped_error",
@@ -104,6 +105,29 @@ class TFGroup(Group):
 
     def barrier(self) -> None:
         self.all_reduce(tf.zeros((1,), tf.float32))
+
+
+def recorded_all_reduce(group: TFGroup, x: Any) -> Any:
+    """The sum of native ``x`` over every rank, differentiated by a GradientTape
+    (``tf.custom_gradient``): its gradient is the sum over the ranks of the gradient that
+    reaches it (``nn.SyncBatchNorm``'s statistics)."""
+
+    from tensorflow.python.eager import record
+
+    x = tf.convert_to_tensor(x)
+    # reduced with the tape paused (the custom gradient below stands for it): the strategy's
+    # eager collective refuses to run while a GradientTape records
+    with record.stop_recording():
+        total = group.all_reduce(x)
+
+    @tf.custom_gradient
+    def summed(v: Any) -> Any:
+        def grad(dy: Any) -> Any:
+            return group.all_reduce(dy)
+
+        return tf.identity(total), grad
+
+    return summed(x)
 
 
 def _on_replicas(strategy: Any, replica_fn: Any) -> Any:

@@ -15,7 +15,14 @@ import torch.distributed as dist
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
 
-__all__ = ["GradientReducer", "TorchGroup", "framework_launcher", "gradient_reducer", "start"]
+__all__ = [
+    "GradientReducer",
+    "TorchGroup",
+    "framework_launcher",
+    "gradient_reducer",
+    "recorded_all_reduce",
+    "start",
+]
 
 
 class TorchGroup(Group):
@@ -41,6 +48,27 @@ class TorchGroup(Group):
     def close(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+class _RecordedSum(torch.autograd.Function):
+    """The sum over the ranks, whose backward is the sum over the ranks of the incoming
+    gradient (the gradient of the sum of every rank's loss), as
+    ``torch.distributed.nn.functional.all_reduce``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, group: TorchGroup) -> Any:
+        ctx.group = group
+        return group.all_reduce(x.clone())
+
+    @staticmethod
+    def backward(ctx: Any, dy: Any) -> Any:
+        return ctx.group.all_reduce(dy.clone()), None
+
+
+def recorded_all_reduce(group: TorchGroup, x: Any) -> Any:
+    """The sum of native ``x`` over every rank, recorded by autograd: its gradient is the sum
+    over the ranks of the gradient that reaches it (``nn.SyncBatchNorm``'s statistics)."""
+    return _RecordedSum.apply(x, group)
 
 
 def start(job: Job) -> TorchGroup:

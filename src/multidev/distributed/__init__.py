@@ -48,6 +48,7 @@ __all__ = [
     "init_process_group",
     "is_initialized",
     "is_main_process",
+    "recorded_sum",
     "strip_prefix",
 ]
 
@@ -286,3 +287,24 @@ def destroy_process_group() -> None:
     g, _group = _group, None
     if g is not None:
         g.close()
+
+
+def recorded_sum(tensor: Tensor, g: Group | None = None) -> Tensor:
+    """A new tensor: the sum of ``tensor`` over every rank of ``g`` (default: the process
+    group), recorded by autograd, whose gradient is the sum over the ranks of the gradient
+    that reaches it (the gradient of the sum of every rank's loss), as
+    ``torch.distributed.nn.functional.all_reduce``: what ``nn.SyncBatchNorm`` reduces its
+    statistics with. Every rank must call it with the same shape, and run the backward pass
+    through it too. Raises DistributedError before ``init_process_group()``, BackendError
+    on an engine without a recorded all-reduce."""
+    t = _check_tensor(tensor, "recorded_sum")
+    g = group() if g is None else g
+    if g.world_size == 1:
+        return t + 0
+    make = getattr(engine_module(t._bk), "recorded_all_reduce", None)
+    if make is None:
+        raise BackendError(
+            f"Expected an engine with a differentiable all-reduce. Received: {t._bk.name}, "
+            "whose engine module has no recorded_all_reduce."
+        )
+    return _new_tensor(make(g, t._native), t._bk, t._dev, t._dtype)

@@ -15,6 +15,7 @@ from .normalization import (
     GroupNorm,
     LazyBatchNorm1d,
     LazyBatchNorm2d,
+    SyncBatchNorm,
 )
 from .parameter import Parameter, UninitializedParameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, Identity, MaxPool2d
@@ -69,6 +70,7 @@ __all__ = [
     "Sequential",
     "Sigmoid",
     "Softmax",
+    "SyncBatchNorm",
     "Tanh",
     "TransformerEncoderLayer",
     "UninitializedParameter",

@@ -1,5 +1,5 @@
 """Normalisation layers: ``BatchNorm1d``, ``BatchNorm2d``, ``LazyBatchNorm1d``,
-``LazyBatchNorm2d`` and
+``LazyBatchNorm2d``, ``SyncBatchNorm`` and
 ``GroupNorm``, with PyTorch's arguments, parameters, buffers and printing.
 
 BatchNorm's ``running_mean``, ``running_var`` and ``num_batches_tracked`` are buffers: in
@@ -10,15 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import amp as _amp
 from .. import dtypes as _dt
-from ..creation import asarray, ones, zeros
+from ..autograd import no_grad
+from ..creation import asarray, full, ones, zeros
 from ..tensors import Tensor
 from . import functional as F
 from . import init
 from .module import Block
 from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LazyBatchNorm1d", "LazyBatchNorm2d"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GroupNorm",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "SyncBatchNorm",
+]
 
 
 def _affine(block: Block, c: int, affine: bool, bias: bool, device: Any, dtype: Any) -> None:
@@ -212,6 +221,161 @@ class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
     """A ``BatchNorm2d`` whose ``num_features`` is inferred from its first input's dimension 1."""
 
     cls_to_become = BatchNorm2d
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics are those of the whole batch over every process
+    of the group (``md.distributed``), as ``torch.nn.SyncBatchNorm``: for an (N, C),
+    (N, C, L) or (N, C, H, W) input on each rank, in training.
+
+    The forward pass sums each channel's values and the number of values over the ranks
+    (one all-reduce), then the squared deviations from that mean (a second one), so ranks
+    with different batch sizes give the statistics of their concatenated batch, computed in
+    two passes as the framework's own BatchNorm does. Both all-reduces are recorded by
+    autograd (``md.distributed.recorded_sum``: each engine's differentiable all-reduce), so
+    the backward pass sums the gradient of the statistics over the ranks: the gradient of
+    the sum of every rank's loss, which ``DistributedDataParallel`` then averages.
+    ``running_mean`` and ``running_var`` (unbiased, over the whole batch) are updated from
+    the global statistics, so they are the same on every rank.
+
+    Without a process group, with a group of one process, in eval mode, or on a backend
+    without autograd (NumPy) it is ``BatchNorm`` exactly (PyTorch refuses a CPU input in
+    training; multidev computes on any device). Every rank must call it the same number of
+    times, with the same number of channels, in training. ``process_group`` is None or
+    ``md.distributed.group()`` (multidev has one group: every process). Convert a model's
+    BatchNorm layers with ``SyncBatchNorm.convert_sync_batchnorm(net)`` before
+    ``DistributedDataParallel``.
+    """
+
+    _dims = (2, 3, 4)
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        from ..distributed import Group
+
+        if process_group is not None and not isinstance(process_group, Group):
+            raise TypeError(
+                "Expected process_group None or md.distributed.group(). Received: "
+                f"{type(process_group).__name__}. multidev has one group (every process): "
+                "leave process_group out."
+            )
+        if num_features == 0 and not isinstance(num_features, bool):
+            raise ValueError(
+                "Expected num_features > 0 for SyncBatchNorm. Received: 0. Give the "
+                "number of channels."
+            )
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+        self.process_group = process_group
+
+    def _group(self) -> Any:
+        """The group to reduce over in this call, or None to run as BatchNorm."""
+        if not self.training:
+            return None
+        from .. import distributed
+
+        g = self.process_group if self.process_group is not None else distributed._group
+        if g is None or g.world_size == 1:
+            return None
+        return g
+
+    def forward(self, X: Any) -> Tensor:
+        X = X if isinstance(X, Tensor) else asarray(X)
+        g = self._group()
+        if g is None or "autograd" not in X._bk.capabilities:
+            return super().forward(X)
+        self._check_input(X)
+        from ..distributed import recorded_sum
+        from ..ops import concat
+
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked += 1
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        weight, bias = self.weight, self.bias
+        if _amp.ACTIVE:
+            X, weight, bias = _amp.cast("batch_norm", X, weight, bias)
+        c = X.shape[1]
+        if c != self.num_features:
+            raise ValueError(
+                f"Expected {self.num_features} channels (dimension 1) for {type(self).__name__}. "
+                f"Received: input of shape {X.shape}."
+            )
+        axes = (0, *range(2, X.ndim))
+        shape = (1, c) + (1,) * (X.ndim - 2)
+        local = X.size // c if c else 0
+        count = full((1,), float(local), dtype=X.dtype, device=X.device)
+        # the count travels with the sums: ranks may hold different batch sizes
+        totals = recorded_sum(concat([X.sum(axis=axes), count]), g)
+        n = totals[c:]
+        mean = totals[:c] / n
+        centred = X - mean.reshape(shape)
+        var = recorded_sum((centred * centred).sum(axis=axes), g) / n
+        y = centred * ((var + self.eps) ** -0.5).reshape(shape)
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        if bias is not None:
+            y = y + bias.reshape(shape)
+        if self.track_running_stats and self.running_mean is not None:
+            with no_grad():  # tensors only: a traced step (md.jit) reads no value back
+                m, rm, rv = factor, self.running_mean, self.running_var
+                rm[...] = rm * (1 - m) + mean.detach().astype(rm.dtype) * m
+                unbiased = var.detach() * n / (n - 1)
+                rv[...] = rv * (1 - m) + unbiased.astype(rv.dtype) * m
+        return y
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Block, process_group: Any = None) -> Block:
+        """``module`` with every ``BatchNorm1d``/``BatchNorm2d`` below it replaced by a
+        ``SyncBatchNorm`` holding the same parameters and buffers (the same tensors) and
+        training mode, as ``torch.nn.SyncBatchNorm.convert_sync_batchnorm``; a BatchNorm
+        layer itself comes back as a new ``SyncBatchNorm``. Raises ValueError for a lazy
+        BatchNorm before its first call (run one forward pass first)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            if (module.weight is not None and not module.weight.initialized) or (
+                module.num_features == 0
+            ):
+                raise ValueError(
+                    f"Expected BatchNorm layers with a number of features. Received: "
+                    f"{type(module).__name__} before its first call. Run one forward pass "
+                    "(net(X)) before convert_sync_batchnorm."
+                )
+            out = cls(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+                bias=module.bias is not None,
+            )
+            if module.affine:
+                with no_grad():
+                    out.register_parameter("weight", module.weight)
+                    out.register_parameter("bias", module.bias)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                out.register_buffer(name, getattr(module, name))
+            out.train(module.training)
+        for name, child in list(module.named_children()):
+            if child is not None:
+                new = cls.convert_sync_batchnorm(child, process_group)
+                if new is not child:
+                    out.add_module(name, new)
+        return out
 
 
 class GroupNorm(Block):
