@@ -60,8 +60,10 @@ def _rnn(mode, num_layers, bidirectional):
         for layer in range(num_layers):
             outs = []
             for d in range(dirs):
-                w = weights[(layer * dirs + d) * 4 : (layer * dirs + d + 1) * 4]
-                outs.append(_direction(mode, x, *w, reverse=d == 1))
+                w_ih, w_hh, b_ih, b_hh = weights[
+                    (layer * dirs + d) * 4 : (layer * dirs + d + 1) * 4
+                ]
+                outs.append(_direction(mode, x, w_ih, w_hh, b_ih, b_hh, reverse=d == 1))
             x = jnp.concatenate(outs, axis=-1)
         return x
 
