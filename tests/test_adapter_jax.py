@@ -124,8 +124,41 @@ def test_an_sgd_step_updates_the_variable_in_place():
     np.testing.assert_allclose(lin.weight.numpy(), before - 0.5 * grad, rtol=1e-6)
 
 
-def test_md_jit_runs_eagerly_and_says_so():
-    step = md.jit(lambda x: x * 2)
-    with pytest.warns(md.JitWarning, match="jax"):
-        out = step(md.ones(2))
-    np.testing.assert_array_equal(out.numpy(), [2, 2])
+def _train(jit: bool, opt_class, steps: int = 4):
+    md.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = opt_class(net.parameters(), lr=0.1)
+    x = md.asarray(np.linspace(-1, 1, 40, dtype=np.float32).reshape(10, 4))
+    y = md.sum(x, axis=1, keepdims=True)
+
+    def step(x, y):
+        with md.autograd.record():
+            loss = nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    run = md.jit(step) if jit else step
+    losses = [float(run(x, y).item()) for _ in range(steps)]
+    return losses, net[0].weight.numpy(), net[0].weight.native
+
+
+def test_md_jit_compiles_the_training_step_with_the_parameters_passed_functionally():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", md.JitWarning)  # compiled, not run eagerly
+        got, w_got, var = _train(True, md.optim.SGD)
+    want, w_want, _ = _train(False, md.optim.SGD)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(w_got, w_want, rtol=1e-5, atol=1e-6)
+    assert isinstance(var.value, jax.Array) and not isinstance(var.value, jax.core.Tracer)
+
+
+def test_a_step_that_falls_back_to_eager_is_not_applied_twice():
+    with pytest.warns(md.JitWarning, match="Python values"):  # Adam's step counter
+        got, w_got, _ = _train(True, md.optim.Adam)
+    want, w_want, _ = _train(False, md.optim.Adam)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(w_got, w_want, rtol=1e-5, atol=1e-6)

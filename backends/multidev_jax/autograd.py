@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import jax
@@ -28,7 +29,10 @@ import numpy as np
 
 from multidev.nn.native import NativeBlockMixin
 
-__all__ = ["Autograd", "NativeBlock", "Recording", "Variable", "recorded", "values"]
+__all__ = [
+    *("Autograd", "NativeBlock", "Recording", "Variable", "recorded", "values", "watch"),
+    *("STATE", "watching"),
+]
 
 _Array = jax.Array
 _FLOAT0 = jax.dtypes.float0
@@ -67,12 +71,15 @@ def _inexact(x: Any) -> bool:
 
 
 class _State:
-    """The recording that records right now (None: none, or paused)."""
+    """The recording that records right now (None: none, or paused), and where ``md.jit``
+    notes the Variables a traced step uses (``watching``)."""
 
     current: Recording | None = None
+    watch: dict[int, tuple[Variable, Any, Any]] | None = None
+    writes = False
 
 
-_STATE = _State()
+STATE = _State()
 
 
 class Recording:
@@ -88,12 +95,12 @@ class Recording:
         self._before: list[Recording | None] = []
 
     def __enter__(self) -> Recording:
-        self._before.append(_STATE.current)
-        _STATE.current = self
+        self._before.append(STATE.current)
+        STATE.current = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _STATE.current = self._before.pop() if self._before else None
+        STATE.current = self._before.pop() if self._before else None
 
     def key(self, a: Any) -> int | None:
         """The tape's key of a native operand that carries a gradient path, else None."""
@@ -197,6 +204,30 @@ def _zero_cotangent(o: Any) -> Any:
     return np.zeros(np.shape(o), dtype=_FLOAT0)
 
 
+@contextmanager
+def watching(seen: dict[int, tuple[Variable, Any, Any]], writes: bool = False) -> Iterator[None]:
+    """Note in ``seen`` each Variable a write changes (with ``writes``; also each an op reads
+    otherwise) until exit, with its array and gradient when first seen (``id(var)``:
+    ``(var, value, grad)``)."""
+    before = STATE.watch, STATE.writes
+    STATE.watch, STATE.writes = seen, writes
+    try:
+        yield
+    finally:
+        STATE.watch, STATE.writes = before
+
+
+def watch(args: tuple) -> None:
+    """Note the Variables among ``args`` (also inside list and tuple operands), if watching."""
+    seen = STATE.watch
+    if seen is None:
+        return
+    for a in args:
+        for b in a if type(a) in (list, tuple) else (a,):
+            if type(b) is Variable and id(b) not in seen:
+                seen[id(b)] = (b, b.value, b.grad)
+
+
 def values(args: tuple) -> tuple:
     """``args`` with every Variable (also inside a list or tuple operand) as its current array."""
     out = list(args)
@@ -212,8 +243,12 @@ def recorded(fn: Any) -> Any:
     """The op ``fn`` on native operands: Variables read as their current arrays, and the call
     put on the tape of the recording that records now, if any."""
 
-    def op(*args: Any) -> Any:
-        rec = _STATE.current
+    def op(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # md.linalg's options (mode=, offset=): Python values
+            return recorded(partial(fn, **kwargs))(*args)
+        if STATE.watch is not None and not STATE.writes:
+            watch(args)
+        rec = STATE.current
         if rec is not None:
             return rec.run(fn, args)
         for a in args:
@@ -221,7 +256,7 @@ def recorded(fn: Any) -> Any:
                 return fn(*values(args))
         return fn(*args)
 
-    op.__name__ = getattr(fn, "__name__", "op")
+    op.__name__ = getattr(fn, "__name__", None) or "op"
     op.__wrapped__ = fn  # type: ignore[attr-defined]
     return op
 
@@ -265,22 +300,22 @@ class Autograd:
 
     @contextmanager
     def no_grad(self, recordings: Sequence[Recording]) -> Iterator[None]:
-        before = _STATE.current
-        _STATE.current = None
+        before = STATE.current
+        STATE.current = None
         try:
             yield
         finally:
-            _STATE.current = before
+            STATE.current = before
 
     def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
         if recording is None or not isinstance(loss, _Array):
             return False
-        before = _STATE.current
-        _STATE.current = None
+        before = STATE.current
+        STATE.current = None
         try:
             found = recording.backward(loss, gradient)
         finally:
-            _STATE.current = before
+            STATE.current = before
         if found and not retain_graph:
             recording.done.append(loss)
         return found

@@ -35,7 +35,8 @@ from multidev.device import CPU0, Device
 from multidev.errors import DeviceError
 
 from . import indexing
-from .autograd import Autograd, Variable, recorded
+from .autograd import Autograd, Variable, recorded, watch
+from .jit import Jit
 
 __all__ = ["CPU_DEVICES_ENV", "Backend"]
 
@@ -53,6 +54,10 @@ def _configure_runtime() -> None:
             jax.config.update("jax_num_cpu_devices", n)
 
 
+#: the place of a value being traced by ``jax.jit`` (``native_place``)
+_TRACED = object()
+
+
 def _platform(d: Any) -> str | None:
     return {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu"}.get(d.platform)
 
@@ -68,17 +73,13 @@ def _copy_to(x: Any, dev: Any) -> Any:
     return jax.device_put(jnp.array(x, copy=True), dev)
 
 
-class Backend(Autograd, AdapterBase):
+class Backend(Jit, Autograd, AdapterBase):
     """JAX: CPU (and CUDA) devices, autograd through a tape of ``jax.vjp``, bfloat16, DLPack."""
 
     name = "jax"
     tensor_types = (jax.Array, Variable)
     convert_hint = "Convert it first, e.g. with x.astype(jnp.float32)."
     move_hint = "Move it first, e.g. with jax.device_put(x, jax.devices('cpu')[0])."
-    jit_unsupported = (
-        "the JAX adapter does not compile yet (jax.jit needs the step as a pure function of "
-        "its state); each op runs as a compiled XLA kernel"
-    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,10 +87,21 @@ class Backend(Autograd, AdapterBase):
         devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else CPU0
-        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack"}
+        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)
+
+    @staticmethod
+    def native_place(x: Any) -> Any:
+        """``x.device``; a tracer of ``md.jit`` (which has none) is on the default device."""
+        try:
+            return x.device
+        except AttributeError:
+            return _TRACED
+
+    def place_device(self, place: Any) -> Device | None:
+        return self._default if place is _TRACED else self.parse_native_device(place)
 
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
@@ -157,6 +169,7 @@ class Backend(Autograd, AdapterBase):
     def setitem(self, x: Any, key: Any, value: Any) -> Any:
         """``x[key] = value``: the new array (a Variable keeps it and is returned)."""
         if type(x) is Variable:
+            watch((x,))
             x.value = _SETITEM(x.value, key, value)
             return x
         return _SETITEM(x, key, value)
@@ -186,6 +199,7 @@ class Backend(Autograd, AdapterBase):
     def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any:
         """``x += alpha * y``: a Variable gets the new array; a plain array is replaced."""
         if type(x) is Variable:
+            watch((x,))
             x.value = _ADD_SCALED(x.value, y, alpha)
             return x
         return _ADD_SCALED(x, y, alpha)

@@ -21,6 +21,8 @@ _mask_ndim = bool_mask_ndim(jax.Array, np.dtype(np.bool_))
 def _index(k: Any, size: int) -> Any:
     """An integer index array bounds-checked, with negative entries counted from the end."""
     k = k.astype(jnp.int64) if k.dtype != jnp.int64 else k
+    if isinstance(k, jax.core.Tracer):  # inside md.jit: the values are not known
+        return jnp.where(k < 0, k + size, k)
     if k.size:
         lo, hi = int(jnp.min(k)), int(jnp.max(k))
         bad = hi if hi >= size else (lo if lo < -size else None)
@@ -56,4 +58,20 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
     """A new array: ``x`` with ``x[key] = value`` (value cast to x's dtype)."""
     if isinstance(value, jax.Array) and value.dtype != x.dtype:
         value = value.astype(x.dtype)
-    return x.at[_checked(x, key)].set(value)
+    key = _checked(x, key)
+    try:
+        return x.at[key].set(value)
+    except ValueError:
+        # NumPy drops a value's leading axes of length 1 that the target lacks; JAX refuses
+        if not isinstance(value, jax.Array) or not value.ndim or value.shape[0] != 1:
+            raise
+    lead = 0
+    while lead < value.ndim and value.shape[lead] == 1:
+        lead += 1
+    for drop in range(1, lead + 1):
+        try:
+            return x.at[key].set(value.reshape(value.shape[drop:]))
+        except ValueError:
+            if drop == lead:
+                raise
+    raise AssertionError("unreachable")

@@ -14,7 +14,7 @@ def _cross_entropy(x, labels, reduction):
     """``-log_softmax(x)[i, labels[i]]`` by ``jax.nn.log_softmax`` and a gather; IndexError for
     labels outside [0, C) (JAX's gather would clamp them)."""
     c = x.shape[1]
-    if labels.size:
+    if labels.size and not isinstance(labels, jax.core.Tracer):  # unknown inside md.jit
         lo, hi = int(jnp.min(labels)), int(jnp.max(labels))
         if lo < 0 or hi >= c:
             bad = lo if lo < 0 else hi

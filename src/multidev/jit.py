@@ -18,6 +18,9 @@ variables. The rules written once here:
   a replaced layer, a new momentum, a new gradient or a new optimiser buffer retrace. A trace that changes other Python state of
   an optimiser (Adam's step counter) would replay it as a constant: that function runs
   eagerly instead.
+- A compiler of pure functions (``jax.jit``; the adapter sets ``jit_takes_variables``) is
+  also given the variables of those parameters, ``compile_(body, variables)``, since it
+  cannot capture mutable state: it passes their values in and out itself.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
   as it is.
 - An adapter with ``jit_run(jitted, blocks, optimisers, args, kwargs)`` runs ``fn`` itself
@@ -550,6 +553,10 @@ class Jitted:
                 *out_held,
             )
 
+        if getattr(bk, "jit_takes_variables", False):
+            # a compiler of pure functions (jax.jit) cannot capture mutable variables: it gets
+            # them, and passes their values in and out itself
+            return compile_(body, [p._var for p in params]), holder
         return compile_(body), holder
 
 
@@ -615,15 +622,22 @@ def _write_state(spec: tuple, natives: list, opts: list, params: list, bk: Any) 
 
 
 def _snapshot(params: list, opts: list, bk: Any) -> tuple:
+    """What a call that falls back to eager restores first. A compiler that writes the
+    parameters' values itself (``jit_takes_variables``) gives ``jit_snapshot(variables)``: a
+    function that puts their values back."""
+    take = getattr(bk, "jit_snapshot", None)
     return (
         [(p, bk.grad(p._var)) for p in params],
         [(opt, {p: dict(st) for p, st in opt.state.items()}) for opt in opts],
         [(t, t._native) for t in _opt_state(opts)[1]],
+        None if take is None else take([p._var for p in params]),
     )
 
 
 def _restore(snapshot: tuple, bk: Any) -> None:
-    grads, states, natives = snapshot
+    grads, states, natives, values = snapshot
+    if values is not None:
+        values()
     for p, g in grads:
         bk.set_grad(p._var, g)
     for opt, st in states:
