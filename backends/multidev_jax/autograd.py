@@ -76,6 +76,9 @@ class _State:
 
     current: Recording | None = None
     watch: dict[int, tuple[Variable, Any, Any]] | None = None
+    #: the recording that ended last: ``zero_grad`` ends the implicit recording of a forward,
+    #: and a ``loss.backward()`` after it (PyTorch's order in d2l) still finds the loss there
+    ended: Recording | None = None
     writes = False
 
 
@@ -101,6 +104,7 @@ class Recording:
 
     def __exit__(self, *exc: Any) -> None:
         STATE.current = self._before.pop() if self._before else None
+        STATE.ended = self
 
     def key(self, a: Any) -> int | None:
         """The tape's key of a native operand that carries a gradient path, else None."""
@@ -290,6 +294,8 @@ class Autograd:
     """The ``contract.Autograd`` primitives on JAX (see the module docstring)."""
 
     record = Recording
+    #: backward() without record() uses an implicit Recording (multidev.autograd), as in PyTorch
+    implicit_record = True
     native_module = NativeBlock
     grad = staticmethod(lambda var: var.grad if type(var) is Variable else None)
 
@@ -308,7 +314,11 @@ class Autograd:
             STATE.current = before
 
     def backward(self, loss, gradient, recording: Recording | None, retain_graph: bool) -> bool:
-        if recording is None or not isinstance(loss, _Array):
+        if not isinstance(loss, _Array):
+            return False
+        if recording is None or recording.nodes.get(id(loss)) is not loss:
+            recording = STATE.ended
+        if recording is None:
             return False
         before = STATE.current
         STATE.current = None

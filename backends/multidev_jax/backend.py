@@ -87,7 +87,17 @@ class Backend(Jit, Autograd, AdapterBase):
         devices = self.devices()
         self._num_gpus = sum(d.type == "gpu" for d in devices)
         self._default = Device("gpu", 0) if self._num_gpus else CPU0
-        caps = {"autograd", "gpu", "bfloat16", "float16", "float64", "complex", "dlpack", "jit"}
+        caps = {
+            "autograd",
+            "implicit_grad",
+            "gpu",
+            "bfloat16",
+            "float16",
+            "float64",
+            "complex",
+            "dlpack",
+            "jit",
+        }
         if sum(d.type == "cpu" for d in devices) > 1:
             caps.add("multi_device")
         self.capabilities = frozenset(caps)
