@@ -19,6 +19,7 @@ current array, so every user of the Parameter sees the write.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from contextlib import suppress
 from typing import Any
@@ -29,10 +30,12 @@ if "jax" not in __import__("sys").modules:  # before JAX starts: no preallocatio
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import xla_bridge
 
 from multidev.contract import AdapterBase, env_count
 from multidev.device import CPU0, Device
 from multidev.errors import DeviceError
+from multidev.gpus import nvml_visible_gpu_count
 
 from . import indexing
 from .autograd import Autograd, Variable, recorded, watch
@@ -62,7 +65,23 @@ def _platform(d: Any) -> str | None:
     return {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu"}.get(d.platform)
 
 
+#: JAX's CUDA plugins (a CUDA jaxlib is jaxlib plus one of these)
+_CUDA_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin")
+
+
+def _runtime_started() -> bool:
+    return bool(xla_bridge.backends_are_initialized())
+
+
 def _count_gpus() -> int:
+    """JAX's GPUs, counted without starting its runtime where it has not started: none without
+    a CUDA plugin, else NVML's count (``multidev.gpus``), so a later ``fork`` still works."""
+    if not _runtime_started():
+        if not any(importlib.util.find_spec(m) for m in _CUDA_PLUGINS):
+            return 0
+        n = nvml_visible_gpu_count()
+        if n is not None:
+            return n
     try:
         return len(jax.devices("gpu"))
     except RuntimeError:  # no GPU backend in this jaxlib (the CPU wheel)
@@ -115,7 +134,13 @@ class Backend(Jit, Autograd, AdapterBase):
 
     # devices ---------------------------------------------------------------
     def list_devices(self) -> list[Device]:
-        """JAX's CPU devices, then its GPUs, each by its index within its platform."""
+        """JAX's CPU devices, then its GPUs, each by its index within its platform; read from
+        JAX's configuration where its runtime has not started (listing its devices would start
+        it, and a child forked later could not use JAX)."""
+        if not _runtime_started():
+            cpus = max(1, int(jax.config.jax_num_cpu_devices))
+            found = [Device("cpu", i) for i in range(cpus)]
+            return found + [Device("gpu", i) for i in range(_count_gpus())]
         found = [CPU0]
         for platform in ("cpu", "gpu"):
             with suppress(RuntimeError):
