@@ -7,6 +7,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from multidev.contract import divisor_signed
+
 from .indexing import _index
 
 __all__ = ["LOWERINGS"]
@@ -42,4 +44,8 @@ LOWERINGS: dict[str, Any] = {
     "broadcast_to": lambda x, shape: jnp.broadcast_to(x, shape),
     "repeat": lambda x, repeats, axis: jnp.repeat(x, repeats, axis=axis),
     "to_dlpack": lambda x: x.__dlpack__(),
+    # XLA's remainder gives a zero result the sign of x1 (-0.0 % 2 is -0.0)
+    "remainder": divisor_signed(
+        jnp.remainder, jnp.copysign, lambda x: jnp.issubdtype(x.dtype, jnp.floating)
+    ),
 }

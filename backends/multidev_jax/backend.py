@@ -92,6 +92,9 @@ def _copy_to(x: Any, dev: Any) -> Any:
     return jax.device_put(jnp.array(x, copy=True), dev)
 
 
+_COPY_TO = recorded(_copy_to)
+
+
 class Backend(Jit, Autograd, AdapterBase):
     """JAX: CPU (and CUDA) devices, autograd through a tape of ``jax.vjp``, bfloat16, DLPack."""
 
@@ -182,10 +185,9 @@ class Backend(Jit, Autograd, AdapterBase):
         return np.asarray(x)
 
     def to_device(self, x: Any, dev: Device) -> Any:
-        """A new array on ``dev``."""
-        if type(x) is Variable:
-            x = x.value
-        return _copy_to(x, self.native_device(dev))
+        """A new array on ``dev``; recorded (the gradient flows back to x's device), as
+        ``DataParallel``'s copies of the parameters need."""
+        return _COPY_TO(x, self.native_device(dev))
 
     def full(self, shape, value, dt, dev):
         native = self.native_device(dev)
