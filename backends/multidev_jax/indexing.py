@@ -58,6 +58,8 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
     """A new array: ``x`` with ``x[key] = value`` (value cast to x's dtype)."""
     if isinstance(value, jax.Array) and value.dtype != x.dtype:
         value = value.astype(x.dtype)
+    elif x.dtype == np.bool_ and not isinstance(value, jax.Array):
+        value = bool(value)  # JAX warns on a Python int written into a bool array
     key = _checked(x, key)
     try:
         return x.at[key].set(value)
