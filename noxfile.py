@@ -23,7 +23,7 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
+BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet", "jax")
 AUTOGRAD = BACKENDS[1:]
 EXTRAS = {
     "numpy": "test,interop,interchange,train",
@@ -31,6 +31,7 @@ EXTRAS = {
     "tensorflow": "tensorflow,test,interop,interchange,onnx-tensorflow,train",
     "paddle": "paddle,test,interop,interchange,onnx-paddle,train",
     "mxnet": "mxnet,test,interchange,onnx-mxnet,digits",
+    "jax": "jax,test,interop,interchange,train",
 }
 SHARED = ROOT / ".nox" / "_shared"
 

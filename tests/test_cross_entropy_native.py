@@ -211,8 +211,23 @@ def _mxnet_own(logits, labels):
     return float(loss), z.grad.asnumpy()
 
 
+def _jax_own(logits, labels):
+    """JAX has no loss functions of its own (optax holds them): jax.nn.log_softmax, the
+    label's entry, and jax.value_and_grad."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss_of(z):
+        logp = jax.nn.log_softmax(z, axis=1)
+        return -jnp.mean(jnp.take_along_axis(logp, jnp.asarray(labels)[:, None], axis=1))
+
+    loss, grad = jax.value_and_grad(loss_of)(jnp.asarray(logits))
+    return float(loss), np.asarray(grad)
+
+
 OWN = {"torch": _torch_own, "tensorflow": _tensorflow_own, "paddle": _paddle_own}
 OWN["mxnet"] = _mxnet_own
+OWN["jax"] = _jax_own
 
 
 @needs_autograd

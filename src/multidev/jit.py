@@ -18,6 +18,9 @@ variables. The rules written once here:
   a replaced layer, a new momentum, a new gradient or a new optimiser buffer retrace. A trace that changes other Python state of
   an optimiser (Adam's step counter) would replay it as a constant: that function runs
   eagerly instead.
+- A compiler of pure functions (``jax.jit``; the adapter sets ``jit_takes_variables``) is
+  also given the variables of those parameters, ``compile_(body, variables)``, since it
+  cannot capture mutable state: it passes their values in and out itself.
 - Compilers that follow Python faithfully (``torch.compile``'s bytecode tracer) get ``fn``
   as it is.
 - An adapter with ``jit_run(jitted, blocks, optimisers, args, kwargs)`` runs ``fn`` itself
@@ -433,7 +436,7 @@ class Jitted:
         except Exception as e:
             if holder["traces"] == traced_before or isinstance(e, DistributedError):
                 raise
-            _restore(snapshot, bk)
+            _restore(snapshot, bk, values)
             self._cache[key] = _EAGER
             reason = last_reason()
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
@@ -442,9 +445,7 @@ class Jitted:
             )
             return self.fn(*args, **kwargs)
         if holder["traces"] != traced_before and holder.get("python_state_changed"):
-            _restore(snapshot, bk)
-            for p, v in values or ():
-                p.data = v  # the graph ran the step once already: undo it before eager runs
+            _restore(snapshot, bk, values)  # the graph ran the step once already
             self._cache[key] = _EAGER
             self._warn(
                 "it changes Python values of an optimiser's state (e.g. Adam's step "
@@ -556,6 +557,10 @@ class Jitted:
                 *out_held,
             )
 
+        if getattr(bk, "jit_takes_variables", False):
+            # a compiler of pure functions (jax.jit) cannot capture mutable variables: it gets
+            # them, and passes their values in and out itself
+            return compile_(body, [p._var for p in params]), holder
         return compile_(body), holder
 
 
@@ -628,8 +633,12 @@ def _snapshot(params: list, opts: list, bk: Any) -> tuple:
     )
 
 
-def _restore(snapshot: tuple, bk: Any) -> None:
+def _restore(snapshot: tuple, bk: Any, values: list | None) -> None:
+    """Put back what a call that falls back to eager may have changed: gradients, optimiser
+    state and, where the call traced (``values``), the parameters' values."""
     grads, states, natives = snapshot
+    for p, v in values or ():
+        p.data = v
     for p, g in grads:
         bk.set_grad(p._var, g)
     for opt, st in states:
