@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from multidev.contract import AutogradHooks, ExportHooks, JitHooks
 from multidev.device import Device
 
 __all__ = ["COMPILE_BACKEND_ENV", "Jit"]
@@ -26,7 +27,7 @@ COMPILE_BACKEND_ENV = "MULTIDEV_TORCH_COMPILE_BACKEND"
 _FREED = [False]
 
 
-class Jit:
+class Jit(AutogradHooks, JitHooks, ExportHooks):
     """The compilation hooks of the PyTorch adapter."""
 
     jit_traces_once = False
