@@ -7,21 +7,26 @@ edge to one's own package is not counted either."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
+import pytest
+
 import multidev
+from multidev import registry
 
 ROOT = Path(multidev.__file__).parent
 
 
-def _modules() -> tuple[dict[str, ast.Module], set[str]]:
-    """Every core module's syntax tree by dotted name, and the names that are packages."""
+def _modules(root: Path = ROOT, top: str = "multidev") -> tuple[dict[str, ast.Module], set[str]]:
+    """Every module's syntax tree by dotted name (the core's by default), and the names that
+    are packages."""
     out, packages = {}, set()
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT).with_suffix("")
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).with_suffix("")
         if rel.parts[0] == "testing":
             continue
-        name = ".".join(["multidev", *(p for p in rel.parts if p != "__init__")])
+        name = ".".join([top, *(p for p in rel.parts if p != "__init__")])
         if rel.name == "__init__":
             packages.add(name)
         out[name] = ast.parse(path.read_text(), str(path))
@@ -57,8 +62,8 @@ def _imports(name: str, tree: ast.Module, is_package: bool):
                 yield a.name, []
 
 
-def _graph() -> tuple[dict[str, set[str]], list[str]]:
-    mods, packages = _modules()
+def _graph(root: Path = ROOT, top: str = "multidev") -> tuple[dict[str, set[str]], list[str]]:
+    mods, packages = _modules(root, top)
     graph: dict[str, set[str]] = {n: set() for n in mods}
     private = []
     for name, tree in mods.items():
@@ -67,7 +72,7 @@ def _graph() -> tuple[dict[str, set[str]], list[str]]:
             for t in [mod] + [f"{mod}.{n}" for n in names]:
                 if t in mods and t not in own:
                     graph[name].add(t)
-            if mod in mods and mod != "multidev":
+            if mod in mods and mod != top:
                 private += [f"{name} imports {mod}.{n}" for n in names if n.startswith("_")]
     return graph, private
 
@@ -77,8 +82,7 @@ def test_core_modules_import_no_private_name_of_a_sibling():
     assert private == []
 
 
-def test_core_modules_form_no_import_cycle():
-    graph, _ = _graph()
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     cycles = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -97,4 +101,21 @@ def test_core_modules_form_no_import_cycle():
     for n in sorted(graph):
         if n not in state:
             visit(n)
-    assert cycles == []
+    return cycles
+
+
+def test_core_modules_form_no_import_cycle():
+    graph, _ = _graph()
+    assert _cycles(graph) == []
+
+
+@pytest.mark.parametrize("backend", registry.registered_backends())
+def test_adapter_modules_form_no_import_cycle(backend):
+    """An adapter package's modules, read without importing its framework: one concern
+    per module, none needing another that needs it back."""
+    package = registry.adapter_package(backend)
+    spec = importlib.util.find_spec(package) if package else None
+    if spec is None or spec.origin is None:
+        pytest.skip(f"the {backend} adapter's package is not importable here")
+    graph, _ = _graph(Path(spec.origin).parent, package)
+    assert _cycles(graph) == []

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from multidev.contract import AutogradHooks
 from multidev.nn.native import NativeBlockMixin
 
 __all__ = [
@@ -290,7 +291,7 @@ class NativeBlock(NativeBlockMixin, _Module):
     __call__ = NativeBlockMixin.forward
 
 
-class Autograd:
+class Autograd(AutogradHooks):
     """The ``contract.Autograd`` primitives on JAX (see the module docstring)."""
 
     record = Recording

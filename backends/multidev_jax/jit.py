@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from multidev.contract import JitHooks
 from multidev.device import Device
 from multidev.errors import UnsupportedOperationError
 
@@ -74,7 +75,7 @@ class _Compiled:
         return out
 
 
-class Jit:
+class Jit(JitHooks):
     """The compilation hooks of the JAX adapter."""
 
     jit_traces_once = True

@@ -12,6 +12,7 @@ from mxnet import np as mnp
 
 from multidev.contract import reduction
 
+from .arithmetic import floor_divide, signbit
 from .fill import full
 
 __all__ = ["LOWERINGS", "signbit"]
@@ -119,10 +120,8 @@ def _right_shift(x, y):
     """``x >> y`` (arithmetic): two floor divisions; shifts by the bit width or more give the
     sign fill (0, or -1 for negative x; as a shift by the bit width minus one does for signed
     dtypes)."""
-    from .ops import OPS  # the op table's floor division (MXNet has no integer //)
-
     bits, p1, p2 = _halves(x, y)
-    out = OPS.floor_divide(OPS.floor_divide(x, p1), p2)
+    out = floor_divide(floor_divide(x, p1), p2)  # MXNet has no integer //
     if x.dtype.kind != "u" or out.size == 0:  # (MXNet's where aborts on zero-size broadcasts)
         return out
     return mnp.where(y >= bits, mnp.zeros_like(x), out)
@@ -218,14 +217,6 @@ def _nextafter(x1, x2):
     out = mnp.where(mnp.isinf(x1), mnp.sign(x1) * largest, out)
     out = mnp.where(x1 == x2, x2, out)
     return mnp.where(mnp.isnan(x1), x1, mnp.where(mnp.isnan(x2), x2, out))
-
-
-def signbit(x):
-    """Whether x's sign bit is set, by MXNet's kernels: x < 0, or 1 / x < 0 for -0 (``mnp.signbit``
-    is NumPy's own ufunc, run on the host). No MXNet kernel reads the sign of a NaN: False."""
-    if x.dtype.kind != "f":
-        return x < 0
-    return (x < 0) + (1 / x < 0)  # bool + bool: logical or
 
 
 def _copysign(x1, x2):

@@ -19,6 +19,7 @@ from typing import Any
 import mxnet as mx
 from mxnet import gluon
 
+from multidev.contract import AutogradHooks
 from multidev.nn.native import NativeBlockMixin, adapter_of, call
 from multidev.tracing import untraceable
 
@@ -116,7 +117,7 @@ class ImplicitRecording:
         mx.autograd.set_training(self.before[1])
 
 
-class Autograd:
+class Autograd(AutogradHooks):
     """The ``contract.Autograd`` primitives on MXNet."""
 
     record = staticmethod(mx.autograd.record)

@@ -37,11 +37,11 @@ from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 from multidev.tracing import tracing, untraceable
 
 from . import fill, updates
+from .arithmetic import FLOATS
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES
 from .indexing import recorded_setitem, setitem
 from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, traced_write
-from .ops import FLOATS
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 

@@ -46,6 +46,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev.autograd import keep_last_recording
+from multidev.contract import ExportHooks, JitHooks
 from multidev.device import Device
 from multidev.errors import UnsupportedOperationError
 from multidev.jit import build, captured, flatten, hashable, state_key
@@ -461,7 +462,7 @@ def _run_step(jitted: Any, blocks: list, args: tuple, kwargs: dict) -> Any:
                 d["forward"] = inner
 
 
-class Jit:
+class Jit(JitHooks, ExportHooks):
     """The compilation hooks of the MXNet adapter."""
 
     def jit_run(self, jitted: Any, blocks: list, opts: list, args: tuple, kwargs: dict) -> Any:

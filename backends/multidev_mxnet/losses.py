@@ -8,11 +8,13 @@ from mxnet import np as mnp
 from mxnet import npx
 from mxnet._ctypes.ndarray import _imperative_invoke
 
+from .updates import op_handle
+
 __all__ = ["LOWERINGS"]
 
 _REDUCE = {"mean": mnp.mean, "sum": mnp.sum, "none": lambda loss: loss}
 #: MXNet's fused kernel: the sum over a batch of ``logsumexp(x) - x[label]`` (float labels);
-#: its handle is looked up at the first call (``updates`` imports this module's table)
+#: its handle is looked up at the first call
 _SOFTMAX_CE: list[int] = []
 #: logits dtypes the fused kernel takes as they are, with labels of the same dtype
 _FUSED = frozenset(("float32", "float64"))
@@ -36,8 +38,6 @@ def _cross_entropy(x, labels, reduction):
     n = x.shape[0] if x.ndim == 2 else 0
     if n and reduction != "none" and x.dtype.name in _FUSED:
         if not _SOFTMAX_CE:
-            from .updates import op_handle
-
             _SOFTMAX_CE.append(op_handle("softmax_cross_entropy"))
         total = _imperative_invoke(_SOFTMAX_CE[0], [x, checked], [], [], None, True, False)
         return total.reshape(()) if reduction == "sum" else total.reshape(()) * (1.0 / n)

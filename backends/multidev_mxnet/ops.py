@@ -15,97 +15,23 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import as_tensors, native_astype, op_table, summed_matmul
+from multidev.contract import native_astype, op_table, summed_matmul
 from multidev.dispatch import SCALAR_OPERAND_OPS
 
 from . import array_api, cnn, losses, sequence_ops
-from .array_api import signbit
+from .arithmetic import F16, F32, FLOATS, floor_divide, remainder, where, zeros
 from .dtypes import ALTERNATIVES, NATIVE
 from .fill import F64, exact_float64
 from .indexing import BOOL, INT64, UINT8, getitem, like
 
 __all__ = ["FLOATS", "OPS"]
 
-_F16 = np.dtype(np.float16)
-_F32 = np.dtype(np.float32)
-FLOATS = frozenset({_F16, _F32, F64})
-_GEMM = frozenset({_F32, F64})  # what MXNet's CPU matmul kernels take
+_GEMM = frozenset({F32, F64})  # what MXNet's CPU matmul kernels take
 _GPU_TYPEID = mx.gpu(0).device_typeid
 
 
 def _on_gpu(x) -> bool:
     return x.ctx.device_typeid == _GPU_TYPEID
-
-
-def _no_bool(name: str, x) -> None:
-    if x.dtype == BOOL:
-        raise TypeError(
-            f"Expected numeric tensors for {name}. Received: bool tensors. "
-            "Cast them first, e.g. with .astype(md.int64)."
-        )
-
-
-def _where(cond, a, b):
-    if 0 not in cond.shape and 0 not in a.shape and 0 not in b.shape:
-        return mnp.where(cond, a, b)
-    # MXNet's where aborts the process when it broadcasts zero-size arrays
-    return _zeros(np.broadcast_shapes(cond.shape, a.shape, b.shape), a)
-
-
-def _int_divmod(a, b):
-    """Exact floor division and remainder of integer arrays, as NumPy computes them (x // 0
-    and x % 0 are 0; MXNet's own mod goes through float64 and loses digits beyond 2**53)."""
-    zero = b == 0
-    signed = a.dtype != UINT8
-    special = zero + (b == -1) if signed else zero  # bool + bool: logical or
-    safe = _where(special, like(b, 1), b)  # never divide by 0, nor INT_MIN by -1 (a trap)
-    # rounding toward zero, computed exactly by MXNet's integer kernel
-    q = mx.nd.broadcast_div(a.as_nd_ndarray(), safe.as_nd_ndarray()).as_np_ndarray()
-    r = a - q * safe
-    if signed:
-        q = _where(b == -1, -a, q)
-        off = (r != 0) * ((r < 0) != (b < 0))  # bool * bool: logical and
-        q = q - off.astype(q.dtype)
-        r = r + b * off.astype(r.dtype)
-    keep = mnp.logical_not(zero).astype(q.dtype)
-    return q * keep, r
-
-
-def _signed_zero(x, sign):
-    """x with each zero given the sign bit of ``sign`` (MXNet's float mod and floor give +0
-    or -0 where NumPy's sign rule asks for the other; its copysign gets zeros wrong too)."""
-    if x.size == 0:
-        return x
-    zero = mnp.abs(x)
-    return _where(x == 0, _where(signbit(sign), -zero, zero), x)
-
-
-def _floor_divide(a, b):
-    """NumPy's floor division: rounds toward minus infinity; x // 0 is ±inf/nan for floats
-    and 0 for integers."""
-    a, b = as_tensors(a, b, like)
-    _no_bool("//", a)
-    if a.dtype in FLOATS:
-        m = mnp.mod(a, b)
-        div = (a - m) / b
-        # a finite x // an infinite y of the other sign: MXNet's mod is y, NumPy's quotient -1
-        div = _where(mnp.isinf(m) * mnp.isfinite(a), like(div, -1), div)
-        q = mnp.floor(div)
-        q = q + (div - q > 0.5).astype(q.dtype)
-        # a zero quotient has the sign of a / b, as in NumPy (MXNet's is +0)
-        q = _signed_zero(q, a / b)
-        return _where(b == 0, a / b, q)
-    return _int_divmod(a, b)[0]
-
-
-def _remainder(a, b):
-    """NumPy's remainder: the sign of the divisor; x % 0 is nan for floats and 0 for integers."""
-    a, b = as_tensors(a, b, like)
-    _no_bool("%", a)
-    if a.dtype in FLOATS:
-        m = _signed_zero(mnp.mod(a, b), b)  # a zero remainder has the divisor's sign
-        return _where(b == 0, like(m, np.nan), m)
-    return _int_divmod(a, b)[1]
 
 
 def _pow(a, b):
@@ -115,25 +41,21 @@ def _pow(a, b):
     return out
 
 
-def _zeros(shape, like):
-    return mnp.zeros(shape, dtype=like.dtype, ctx=like.ctx)
-
-
 def _matmul(a, b):
     """MXNet's matmul; exact sums for the dtypes its kernels lack (integers, bool; zero-size
     operands answered without a reduction, which MXNet cannot do on them)."""
     dt = a.dtype
-    if dt in _GEMM or (dt == _F16 and _on_gpu(a)):
+    if dt in _GEMM or (dt == F16 and _on_gpu(a)):
         return mnp.matmul(a, b)
-    if dt == _F16:
-        return mnp.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, INT64, _zeros)
+    if dt == F16:
+        return mnp.matmul(a.astype(F32), b.astype(F32)).astype(F16)
+    return summed_matmul(a, b, mnp.expand_dims, mnp.squeeze, mnp.ndarray.astype, INT64, zeros)
 
 
 def _linear(x, w, b):
     """``x @ w.T + b`` through MXNet's fused ``fully_connected`` where its kernels allow."""
     dt = x.dtype
-    if (dt in _GEMM or (dt == _F16 and _on_gpu(x))) and 0 not in x.shape and 0 not in w.shape:
+    if (dt in _GEMM or (dt == F16 and _on_gpu(x))) and 0 not in x.shape and 0 not in w.shape:
         if b is None:
             return npx.fully_connected(x, w, num_hidden=w.shape[0], no_bias=True, flatten=False)
         return npx.fully_connected(x, w, b, num_hidden=w.shape[0], flatten=False)
@@ -188,8 +110,8 @@ OPS = op_table(
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
     astype=native_astype("mxnet", NATIVE, ALTERNATIVES),
-    clip=_through(mnp.clip, {BOOL: _F32}),
-    floor_divide=_floor_divide,
+    clip=_through(mnp.clip, {BOOL: F32}),
+    floor_divide=floor_divide,
     getitem=getitem,
     linear=_linear,
     # the core gives logical ops bool arrays only (a Python scalar becomes a 0-d array first)
@@ -205,10 +127,10 @@ OPS = op_table(
     pow=_pow,
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
-    remainder=_remainder,
-    softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {_F16: _F32}),
+    remainder=remainder,
+    softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {F16: F32}),
     sum=_reduction(mnp.sum, 0),
-    where=_where,
+    where=where,
 )
 
 

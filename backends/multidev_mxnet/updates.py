@@ -22,7 +22,7 @@ from typing import Any
 import mxnet as mx
 from mxnet._ctypes.ndarray import _imperative_invoke
 
-from .ops import FLOATS
+from .arithmetic import FLOATS
 
 __all__ = ["CALL_ELEMENTS", "MULTI_UPDATE_MAX", "add_scaled_many_", "groups", "invoke", "op_handle"]
 

@@ -21,6 +21,7 @@ from paddle.base.dygraph.base import _convert_into_variable
 from paddle.jit.dy2static.program_translator import SymbolicStaticFunction
 
 from multidev import registry
+from multidev.contract import ExportHooks, JitHooks
 from multidev.device import Device
 from multidev.nn.native import _unwrap
 from multidev.tensors import Tensor
@@ -146,7 +147,7 @@ def native_buffers(block: Any) -> Iterator[None]:
             del layer._buffers[bname]
 
 
-class Jit:
+class Jit(JitHooks, ExportHooks):
     """The compilation hooks of the Paddle adapter."""
 
     jit_traces_once = True
@@ -173,7 +174,7 @@ class Jit:
         return run
 
     #: md.jit's compile hook; None (an adapter's override) runs md.jit eagerly
-    jit_compile: Callable[[Jit, Any], Any] | None = to_static_compile
+    jit_compile = to_static_compile
 
     def jit_variable(self, var: Any) -> Any:
         """The static-graph value of an eager parameter, inside a to_static trace."""

@@ -202,6 +202,9 @@ OPS = op_table(
     wrap=_wide,
     reduce=_reduction,  # sum, mean, prod, max, min (through _wide: computed wider where needed)
     floor_divide=_integer_division(operator.floordiv, "floor_divide"),
+    # Paddle's einsum has float32, float64 and complex kernels only: half precision computes
+    # in float32; integers are refused (_NO_KERNEL.refuse), as float64 would not be exact
+    einsum=widening(paddle.einsum, "einsum", _NO_KERNEL, {_dt.float16: _F32, _dt.bfloat16: _F32}),
     remainder=divisor_signed(
         _integer_division(operator.mod, "remainder"),
         lambda r, b: paddle.copysign(r, paddle.full_like(r, b) if type(b) in (int, float) else b),

@@ -16,6 +16,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from multidev.contract import AutogradHooks
 from multidev.nn.native import NativeBlockMixin
 
 __all__ = ["Autograd", "NativeBlock", "Recording"]
@@ -69,7 +70,7 @@ class NativeBlock(NativeBlockMixin, tf.Module):
     __call__ = NativeBlockMixin.forward
 
 
-class Autograd:
+class Autograd(AutogradHooks):
     """The ``contract.Autograd`` primitives on TensorFlow."""
 
     record = Recording

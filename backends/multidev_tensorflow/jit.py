@@ -19,6 +19,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context, record
 
+from multidev.contract import ExportHooks, JitHooks
 from multidev.device import Device
 from multidev.errors import UnsupportedOperationError
 
@@ -29,7 +30,7 @@ __all__ = ["XLA_ENV", "Jit"]
 XLA_ENV = "MULTIDEV_TF_XLA"
 
 
-class Jit:
+class Jit(JitHooks, ExportHooks):
     """The compilation hooks of the TensorFlow adapter."""
 
     jit_traces_once = True

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch._dynamo.exc import FailOnRecompileLimitHit, Unsupported
 
+from multidev.contract import AutogradHooks, ExportHooks, JitHooks
 from multidev.device import Device
 
 __all__ = ["COMPILE_BACKEND_ENV", "Jit"]
@@ -27,7 +28,7 @@ COMPILE_BACKEND_ENV = "MULTIDEV_TORCH_COMPILE_BACKEND"
 _FREED = [False]
 
 
-class Jit:
+class Jit(AutogradHooks, JitHooks, ExportHooks):
     """The compilation hooks of the PyTorch adapter."""
 
     jit_traces_once = False

@@ -110,7 +110,7 @@ class record:
                 "is already entered. Write `with md.autograd.record():` again instead."
             )
         bk = registry.current()
-        start = getattr(bk, "record", None)
+        start = bk.record
         self._bk = bk
         if bk in _implicit:  # record() starts its own recording, as before implicit ones
             end_implicit(bk)
@@ -253,12 +253,15 @@ def begin_implicit() -> None:
     a training loop. ``zero_grad`` leaves it open: PyTorch code calls it between the forward
     pass and ``backward()`` too (d2l's Trainer does)."""
     bk = registry.current()
-    make = getattr(bk, "implicit_record", None)
+    make = bk.implicit_record
     if bk in _implicit or not _grad_state[0] or not make:
         return
     if tracing() or _compiling(bk) or any(b is bk for b, _ in _active.get()):
         return  # a compiled function's trace records on its own
-    rec = (bk.record if make is True else make)()  # type: ignore[attr-defined]
+    start = make if callable(make) else bk.record  # True: the adapter's record()
+    if start is None:
+        return
+    rec = start()
     rec.__enter__()
     _implicit[bk] = rec
 
@@ -286,14 +289,14 @@ def _compiling(bk: Any) -> bool:
     ``jit_compiling``) is tracing this code. Its recordings need no bookkeeping (the
     framework records eagerly and ``backward`` needs no recording), and skipping the
     ContextVars, which such a tracer cannot follow, keeps the graph in one piece."""
-    compiling = getattr(bk, "jit_compiling", None)
+    compiling = bk.jit_compiling
     return compiling is not None and compiling()
 
 
 def paused(bk: Any) -> Any:
     """A context manager that stops recording on ``bk`` (its active recordings included), or
     None where ``bk`` has no autograd."""
-    pause = getattr(bk, "no_grad", None)
+    pause = bk.no_grad
     if pause is None:
         return None
     if _compiling(bk):
@@ -374,9 +377,9 @@ def backward(t: Tensor, gradient: Any = None, retain_graph: bool = False) -> Non
     was not recorded or on a backend without autograd (NumPy).
     """
     bk = t._bk
-    if getattr(bk, "backward", None) is None:
+    if bk.backward is None:
         raise _no_autograd(bk)
-    reason = getattr(bk, "jit_backward_unsupported", None)
+    reason = bk.jit_backward_unsupported
     if reason is not None:
         untraceable(reason)
     if t._dtype.kind != "f":

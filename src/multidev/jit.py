@@ -321,18 +321,18 @@ class Jitted:
         # a compiled function records (and differentiates) on its own: an implicit recording
         # left open by eager code would record the whole call as one more op
         end_implicit(bk)
-        run = getattr(bk, "jit_run", None)
+        run = bk.jit_run
         if run is not None:  # the adapter compiles and runs it (MXNet's hybridized forwards)
             blocks, opts = reach or _reachable(self.fn, args, kwargs)
             return run(self, blocks, opts, args, kwargs)
-        compile_ = getattr(bk, "jit_compile", None)
+        compile_ = bk.jit_compile
         if compile_ is None:
             self._warn(
-                getattr(bk, "jit_unsupported", None)
+                bk.jit_unsupported
                 or f"the {bk.name} backend has no compiler (it runs each op as it comes)"
             )
             return self.fn(*args, **kwargs)
-        if getattr(bk, "jit_traces_once", False):
+        if bk.jit_traces_once:
             blocks, opts = reach or _reachable(self.fn, args, kwargs)
             return self._call_traced(bk, compile_, blocks, opts, args, kwargs, leaves, spec)
         return self._call_direct(bk, compile_, leaves, spec, reach, args, kwargs)
@@ -504,7 +504,7 @@ class Jitted:
             n_state = len(state_spec)
             _write_state(state_spec, rest[k : k + n_state], opts, params, bk)
             python_before = _python_state(opts)
-            convert = getattr(bk, "jit_variable", None)
+            convert = bk.jit_variable
             saved = [(p, p._native) for p in params]
             if convert is not None:
                 for p in params:
@@ -557,7 +557,7 @@ class Jitted:
                 *out_held,
             )
 
-        if getattr(bk, "jit_takes_variables", False):
+        if bk.jit_takes_variables:
             # a compiler of pure functions (jax.jit) cannot capture mutable variables: it gets
             # them, and passes their values in and out itself
             return compile_(body, [p._var for p in params]), holder
@@ -667,7 +667,7 @@ def synchronize(device: Any = None) -> None:
     backend) has finished: MXNet and GPUs run asynchronously, so time around this."""
     bk = registry.current()
     dev = None if device is None else as_device(device)
-    sync = getattr(bk, "synchronize", None)
+    sync = bk.synchronize
     if sync is not None:
         sync(dev)
 
@@ -718,13 +718,16 @@ def export(
                 "Wrap it with md.asarray first."
             )
     bk = inputs[0]._bk if inputs else registry.current()
-    write = getattr(bk, "export" if format == "native" else "export_onnx", None)
+    write: Any = bk.export if format == "native" else bk.export_onnx
     if write is None:
         what = "serving format" if format == "native" else "onnx exporter"
         raise TypeError(
             f"Expected a backend with a {what} for md.export. Received: a Block of "
             f"the {bk.name} backend, which has none. "
-            + (getattr(bk, "export_unsupported", "") or "Use torch, tensorflow or paddle.")
+            + (
+                bk.export_unsupported
+                or "Use a backend whose framework has one (docs/guide/checkpoints.md lists them)."
+            )
         )
     natives = tuple(x._native for x in inputs)
     try:

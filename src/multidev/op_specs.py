@@ -104,6 +104,8 @@ _declare("(x, shape)", "keep", "broadcast_to", False)
 _declare("(x, repeats, axis)", "keep", "repeat", False)
 _declare("(x, reps)", "keep", "tile")
 _declare("(x, k)", "keep", "tril triu")
+# (equation, *operands): the equation checked and without spaces; operands of one dtype
+_declare("(equation, *operands)", "same", "einsum")
 _declare("(x)", "keep", "to_dlpack", False)
 _declare("(obj)", "keep", "from_dlpack")
 # layer ops (multidev.nn): each adapter lowers them (arguments already checked and explicit)

@@ -35,6 +35,7 @@ __all__ = [
     "concat",
     "cos",
     "divide",
+    "einsum",
     "equal",
     "exp",
     "expand_dims",
@@ -183,6 +184,80 @@ def matmul(x, y) -> Tensor:
     if _amp.ACTIVE:
         x, y = _amp.cast("matmul", x, y)
     return as_tensor(x) @ as_tensor(y, x)
+
+
+def _einsum_terms(equation: str, ts: Sequence[Tensor]) -> None:
+    """ValueError where ``equation`` does not fit the operands: one input term per operand,
+    one letter per dimension (``...`` standing for the rest), a letter's dimensions of one
+    size, the output's letters found in the inputs, each once."""
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(ts):
+        raise ValueError(
+            f"Expected one input term per operand in einsum's equation. Received: "
+            f"{equation!r} ({len(terms)} terms) for {len(ts)} operands."
+        )
+    sizes: dict[str, int] = {}
+    for term, t in zip(terms, ts, strict=True):
+        letters = term.replace("...", "")
+        if (not letters.isalpha() and letters) or term.count("...") > 1:
+            raise ValueError(
+                f"Expected einsum terms of letters and at most one '...'. Received: {term!r} "
+                f"in {equation!r}."
+            )
+        if len(letters) != t.ndim if "..." not in term else len(letters) > t.ndim:
+            raise ValueError(
+                f"Expected one letter per dimension in einsum's term {term!r}. Received: a "
+                f"{t.ndim}-d operand of shape {t.shape}."
+            )
+        lead = term.find("...")
+        dims = t.shape if lead < 0 else t.shape[:lead] + t.shape[t.ndim - (len(term) - lead - 3) :]
+        for letter, n in zip(letters, dims, strict=True):
+            if sizes.setdefault(letter, n) != n:
+                raise ValueError(
+                    f"Expected the dimensions einsum's letter {letter!r} labels to be of one "
+                    f"size. Received: sizes {sizes[letter]} and {n} in {equation!r}."
+                )
+    out = output.replace("...", "")
+    if arrow and (
+        not all(c in sizes for c in out) or len(set(out)) != len(out) or output.count("...") > 1
+    ):
+        raise ValueError(
+            f"Expected einsum's output term to name input letters, each once. Received: "
+            f"{output!r} in {equation!r}."
+        )
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation over the operands' labelled dimensions, as ``torch.einsum``:
+    ``einsum("ij,jk->ik", a, b)`` is ``a @ b``, ``einsum("ii", x)`` the trace,
+    ``einsum("bij,bjk->bik", ...)`` a batched product; ``...`` stands for the dimensions no
+    letter names, and without ``->`` the output is the letters seen once, in alphabetical
+    order. The operands may also be given as one list. They are promoted to one dtype
+    (PyTorch's rules) and must share a device; the framework's own einsum computes it
+    (differentiable where the backend has autograd).
+
+    Raises ValueError where the equation does not fit the operands (term count, one letter
+    per dimension, one size per letter: no broadcasting of size-1 dimensions), TypeError for
+    bool operands (no framework has a bool einsum kernel), and, on Paddle, for integer
+    operands (it has none either: cast them to a floating dtype)."""
+    if not isinstance(equation, str):
+        raise TypeError(
+            f"Expected the einsum equation as a str, e.g. 'ij,jk->ik'. Received: "
+            f"{type(equation).__name__}. Pass the equation first, then the operands."
+        )
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ts, dt = _same_all(operands)
+    if dt is _dt.bool:
+        raise TypeError(
+            "Expected numeric operands for einsum. Received: bool tensors. Cast them first, "
+            "e.g. with .astype(md.int64)."
+        )
+    eq = equation.replace(" ", "")
+    _einsum_terms(eq, ts)
+    natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
+    return wrap(ts[0], call(ts[0], "einsum", eq, *natives), dt)
 
 
 def _float_unary(name: str):

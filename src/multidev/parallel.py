@@ -149,7 +149,7 @@ def allreduce(tensors: Sequence[Tensor]) -> list[Tensor]:
                 f"{[(t.backend, t.shape, t.dtype.name) for t in ts]}."
             )
     engine = _engine(first._bk)
-    fast = getattr(engine, "device_allreduce", None)
+    fast = None if engine is None else engine.device_allreduce
     if fast is not None and len(ts) > 1:
         natives = fast([t._native for t in ts], [t._dev for t in ts])
         for t, native in zip(ts, natives, strict=True):
@@ -166,7 +166,7 @@ def allreduce(tensors: Sequence[Tensor]) -> list[Tensor]:
 def _broadcast_copy(bk: Any, x: Any, dev: Device) -> Any:
     """A copy of native ``x`` on ``dev`` that the framework's autograd records."""
     engine = _engine(bk)
-    copy_fn = getattr(engine, "recorded_copy", None)
+    copy_fn = None if engine is None else engine.recorded_copy
     if copy_fn is not None:
         return copy_fn(x, bk.native_device(dev))
     return _on(bk, dev, bk.to_device, x, dev)

@@ -94,6 +94,13 @@ def registered_backends() -> list[str]:
     return list(_discover())
 
 
+def adapter_package(name: str) -> str | None:
+    """The package the adapter registered as ``name`` comes from (its entry point's module),
+    where its parts live (``distributed``, ``reference``, …); None for an unregistered name."""
+    ep = _discover().get(name)
+    return None if ep is None else ep.module
+
+
 def framework_installed(name: str) -> bool:
     """Whether the framework called ``name`` can be imported, found without importing it."""
     if name in sys.modules:
@@ -106,7 +113,7 @@ def framework_installed(name: str) -> bool:
 
 def available_backends() -> list[str]:
     """Registered adapters whose framework is installed (found without importing it)."""
-    return [n for n in _discover() if framework_installed(n)]
+    return [n for n in _discover() if framework_installed(framework(n).name)]
 
 
 def framework(name: str) -> Framework:
@@ -143,7 +150,7 @@ def load(name: str) -> Adapter:
                 f"Expected one of the installed backends {available_backends()}. "
                 f"Received: {name!r}. Set {ENV} or call md.set_backend() with one of those."
             )
-        if not framework_installed(name):
+        if not framework_installed(framework(name).name):
             raise ImportError(
                 f"The {name} backend needs the {name} framework, which is not installed. "
                 f"Install it with: {install_hint(name)}"
@@ -183,7 +190,8 @@ def current() -> Adapter:
 
 
 def get_backend() -> str:
-    """Name of the active backend: 'numpy', 'torch', 'tensorflow', 'paddle' or 'mxnet'."""
+    """Name of the active backend: the name its adapter is registered under (one of
+    ``registered_backends()``: 'numpy', 'torch', …)."""
     return current().name
 
 

@@ -351,7 +351,8 @@ class Trainer:
             raise AutogradError(
                 f"Expected a backend with autograd for Trainer.fit. Received: {bk.name}, which "
                 "computes values only (evaluate and predict work on it). Select one of "
-                f"{others or ['torch', 'tensorflow', 'paddle', 'mxnet']} with MULTIDEV_BACKEND."
+                f"{others or [n for n in registry.registered_backends() if n != bk.name]} with "
+                "MULTIDEV_BACKEND."
             )
         self.model = model
         if self.device is not None:

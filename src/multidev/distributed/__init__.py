@@ -18,10 +18,12 @@ dataset. What differs per framework lives in ``multidev_<backend>.distributed``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from typing import Any
 
 from .. import registry
+from ..contract import Engine
 from ..device import Device
 from ..dispatch import new_tensor as _new_tensor
 from ..errors import BackendError
@@ -55,17 +57,43 @@ __all__ = [
 _group: Group | None = None
 
 
-def engine_module(bk: Any) -> Any:
-    """The module ``multidev_<backend>.distributed`` of adapter ``bk`` (or of the backend
-    called ``bk``): what differs per framework; None where the backend has none (NumPy)."""
+def engine_module(bk: Any) -> Engine | None:
+    """The engine of adapter ``bk`` (or of the backend called ``bk``): its package's
+    ``distributed`` module read through ``contract.DistributedEngine`` (hooks it lacks are
+    their declared defaults); None where the backend has none (NumPy)."""
     backend = bk if isinstance(bk, str) else bk.name
-    name = f"multidev_{backend}.distributed"
+    package = registry.adapter_package(backend)
+    if package is None:
+        return None
+    name = f"{package}.distributed"
     try:
-        return importlib.import_module(name)
+        return Engine(importlib.import_module(name))
     except ModuleNotFoundError as e:
-        if e.name not in (name, f"multidev_{backend}"):
+        if e.name not in (name, package):
             raise
         return None
+
+
+def engine_backends() -> list[str]:
+    """The registered backends whose adapter has a distributed engine (found without
+    importing their frameworks)."""
+    out = []
+    for backend in registry.registered_backends():
+        package = registry.adapter_package(backend)
+        try:
+            if package and importlib.util.find_spec(f"{package}.distributed") is not None:
+                out.append(backend)
+        except (ImportError, ValueError):
+            continue
+    return out
+
+
+def no_engine(name: str) -> BackendError:
+    """The error for a backend without a distributed engine, naming those that have one."""
+    return BackendError(
+        f"Expected a backend with a distributed engine ({', '.join(engine_backends())}). "
+        f"Received: {name}. Select one with MULTIDEV_BACKEND."
+    )
 
 
 def _backend_name() -> str:
@@ -156,10 +184,7 @@ def init_process_group(
     name = _backend_name()
     engine = engine_module(name)
     if engine is None:
-        raise BackendError(
-            f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
-            f"Received: {name}. Select one with MULTIDEV_BACKEND."
-        )
+        raise no_engine(name)
     _group = engine.start(
         Job(
             rank=rank,
@@ -301,7 +326,8 @@ def recorded_sum(tensor: Tensor, g: Group | None = None) -> Tensor:
     g = group() if g is None else g
     if g.world_size == 1:
         return t + 0
-    make = getattr(engine_module(t._bk), "recorded_all_reduce", None)
+    engine = engine_module(t._bk)
+    make = None if engine is None else engine.recorded_all_reduce
     if make is None:
         raise BackendError(
             f"Expected an engine with a differentiable all-reduce. Received: {t._bk.name}, "

@@ -149,7 +149,8 @@ class DistributedDataParallel(Block):
         if self._group.world_size == 1 or not self._params:
             return None
         bk = self._params[0]._bk
-        make = getattr(engine_module(bk), "gradient_reducer", None)
+        engine = engine_module(bk)
+        make = None if engine is None else engine.gradient_reducer
         if make is None:
             return None
         return make([p.native for p in self._params], self._group, bucket_cap_mb, find_unused)
@@ -164,7 +165,8 @@ class DistributedDataParallel(Block):
         if self._group.world_size == 1 or not self._params:
             return None
         bk = named[0][1]._bk
-        wrap = getattr(engine_module(bk), "data_parallel", None)
+        engine = engine_module(bk)
+        wrap = None if engine is None else engine.data_parallel
         if wrap is None:
             return None
         return wrap(native_module(self.module), self._group, bucket_cap_mb, find_unused)
@@ -175,7 +177,7 @@ class DistributedDataParallel(Block):
         compiler that follows Python (torch.compile) traces ``backward()`` into its graph,
         where the engine's gradient hooks (torch's) are not known to run."""
         hooked = self._native_ddp is not None or self._reducer is not None
-        if not hooked or getattr(self._params[0]._bk, "jit_traces_once", True):
+        if not hooked or self._params[0]._bk.jit_traces_once:
             return None
         return (
             f"DistributedDataParallel on {self._group.engine} averages gradients in autograd "

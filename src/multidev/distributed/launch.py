@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .. import registry
-from ..errors import BackendError
 
 __all__ = ["MAX_NPROC_PER_NODE", "Proc", "check_arguments", "free_port", "launch", "node_addresses"]
 
@@ -372,7 +371,7 @@ def _plan(
     argv: list[str],
     log_dir: str,
 ) -> list[Proc]:
-    fw = getattr(engine, "framework_launcher", None)
+    fw = engine.framework_launcher
     if fw is not None:
         cmd = fw(
             nproc_per_node=nproc_per_node,
@@ -385,7 +384,7 @@ def _plan(
         )
         return [Proc("", cmd, logs=log_dir, first_rank=node_rank * nproc_per_node)]
     world = nproc_per_node * nnodes
-    extra: Callable[..., list[dict[str, str]]] | None = getattr(engine, "worker_envs", None)
+    extra = engine.worker_envs
     envs = (
         extra(
             nproc_per_node=nproc_per_node,
@@ -397,7 +396,7 @@ def _plan(
         if extra is not None
         else [{} for _ in range(nproc_per_node)]
     )
-    helpers: Callable[..., list[Proc]] | None = getattr(engine, "helper_processes", None)
+    helpers = engine.helper_processes
     procs = (
         helpers(
             nnodes=nnodes,
@@ -439,7 +438,7 @@ def launch(
     return 0 when every worker succeeds, else 1 after stopping the others. ``master_port``
     0 picks a free port (single machine only). ``backend`` defaults to the active one
     (``MULTIDEV_BACKEND``)."""
-    from . import engine_module
+    from . import engine_module, no_engine
 
     out = sys.stdout if out is None else out
     try:
@@ -461,10 +460,7 @@ def launch(
     name = backend or registry.get_backend()
     engine = engine_module(name)
     if engine is None:
-        raise BackendError(
-            f"Expected a backend with a distributed engine (torch, tensorflow, paddle, mxnet). "
-            f"Received: {name}. Select one with MULTIDEV_BACKEND."
-        )
+        raise no_engine(name)
     lock = threading.Lock()
     base = dict(os.environ, MULTIDEV_BACKEND=name, PYTHONUNBUFFERED="1")
     with tempfile.TemporaryDirectory(prefix="multidev-launch-") as log_dir:

@@ -51,7 +51,7 @@ def native_module(block: Any) -> Any:
             "first (e.g. net(X)) so that their shapes are known."
         )
     bk = adapter_of(block)
-    build = getattr(bk, "native_module", None)
+    build = bk.native_module
     if build is None:
         raise TypeError(
             f"Expected a backend with native modules for net.native. Received: a Block of the "

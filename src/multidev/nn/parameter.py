@@ -104,7 +104,7 @@ class Parameter(Tensor):
         On backends with autograd it is the framework's own gradient of the variable
         (``p.native.grad`` on torch and paddle), so native optimisers and tools see it too.
         """
-        get = getattr(self._bk, "grad", None)
+        get = self._bk.grad
         if get is None or self._var is None:
             return self._grad
         native = get(self._var)
@@ -129,7 +129,7 @@ class Parameter(Tensor):
                     f"Expected a gradient of the parameter's shape {self.shape}. "
                     f"Received: shape {t.shape}"
                 )
-        put = getattr(self._bk, "set_grad", None)
+        put = self._bk.set_grad
         if put is not None and self._var is not None:
             put(self._var, None if t is None else t._native)
         self._grad = t
@@ -294,7 +294,7 @@ def clear_grads(params: Iterable[Parameter]) -> None:
     batched: dict[int, tuple[Callable[[list[Any]], None], list[Parameter]]] = {}
     params = list(params)
     for p in params:
-        hook = getattr(p._bk, "clear_grads", None)
+        hook = p._bk.clear_grads
         if hook is None or p._var is None:
             p.grad = None
         else:

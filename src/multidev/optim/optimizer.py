@@ -152,7 +152,7 @@ class _Updates:
             for (_, dev, _, alpha), (datas, us) in self._queued.items():
                 bk = datas[0]._bk
                 xs = [d._native for d in datas]
-                many = getattr(bk, "add_scaled_many_", None)
+                many = bk.add_scaled_many_
                 if many is None:
                     outs = [
                         _on(bk, dev, bk.add_scaled_, x, u, alpha)

@@ -565,3 +565,86 @@ def test_gradients_flow_through_the_composed_names():
     want += 1.0
     assert isinstance(w, nn.Parameter) and w.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- einsum
+
+#: (equation, operand shapes): products, contractions, diagonals, ``...``, implicit output
+_EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->", [(4, 4)]),
+    ("ii->i", [(4, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("...ij,...jk->...ik", [(2, 2, 3, 4), (2, 2, 4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("i, i ->", [(5,), (5,)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), _EINSUM, ids=[e for e, _ in _EINSUM])
+def test_einsum_matches_numpy_and_the_reference(rng, equation, shapes):
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    got = _same_as_reference(lambda *ts: md.einsum(equation, *ts), *arrays)
+    want = np.einsum(equation.replace(" ", ""), *arrays)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("equation", "shapes"), _EINSUM, ids=[e for e, _ in _EINSUM])
+def test_einsum_matches_torch(rng, equation, shapes):
+    torch = pytest.importorskip("torch")
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    got = md.einsum(equation, [md.asarray(a) for a in arrays])  # PyTorch's list form too
+    want = torch.einsum(equation, *[torch.from_numpy(a) for a in arrays]).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.requires("float64")
+def test_einsum_promotes_its_operands_as_pytorch(rng):
+    a = md.asarray(rng.standard_normal((2, 3)).astype(np.float32))
+    b = md.asarray(rng.standard_normal((3,)))
+    out = md.einsum("ij,j->i", a, b)
+    assert out.dtype is md.float64
+    np.testing.assert_allclose(out.numpy(), a.numpy().astype(np.float64) @ b.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "match"),
+    [
+        ("ij,jk->ik", [(2, 3)], "one input term per operand"),
+        ("ij,jk->ik", [(2, 3), (2, 3)], "of one size"),
+        ("ijk->i", [(2, 3)], "one letter per dimension"),
+        ("ij->kk", [(2, 3)], "output term"),
+        ("i1->i", [(2, 3)], "letters"),
+    ],
+)
+def test_einsum_refuses_an_equation_that_does_not_fit(equation, shapes, match):
+    with pytest.raises(ValueError, match=match):
+        md.einsum(equation, *[md.ones(s) for s in shapes])
+
+
+def test_einsum_refuses_bool_operands_and_a_missing_equation():
+    with pytest.raises(TypeError, match="bool"):
+        md.einsum("i,i->", md.ones(3) > 0, md.ones(3) > 0)
+    with pytest.raises(TypeError, match="equation"):
+        md.einsum(md.ones(3), md.ones(3))  # type: ignore[arg-type]  # the error tested
+
+
+@autograd
+def test_einsum_gradients_are_the_products_transposed(rng):
+    x0 = rng.standard_normal((2, 3)).astype(np.float32)
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    c = rng.standard_normal((2, 4)).astype(np.float32)
+    x = md.tensor(x0, requires_grad=True)
+    w = md.tensor(w0, requires_grad=True)
+    with md.autograd.record():
+        loss = (md.einsum("ij,jk->ik", x, w) * md.asarray(c)).sum()
+    loss.backward()
+    assert isinstance(x, nn.Parameter) and isinstance(w, nn.Parameter)
+    assert x.grad is not None and w.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), c @ w0.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), x0.T @ c, rtol=1e-5, atol=1e-5)
