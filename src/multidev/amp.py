@@ -128,7 +128,7 @@ class autocast:
         self._tokens.append(_dtype.set(self.dtype if self.enabled else None))
         with _lock:
             ACTIVE += 1
-            _set_operator_autocast(ACTIVE)
+            _set_operator_autocast(ACTIVE, cast)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -136,7 +136,7 @@ class autocast:
         _dtype.reset(self._tokens.pop())
         with _lock:
             ACTIVE -= 1
-            _set_operator_autocast(ACTIVE)
+            _set_operator_autocast(ACTIVE, cast)
 
     def __call__(self, fn: F) -> F:
         dtype, enabled = self.dtype, self.enabled

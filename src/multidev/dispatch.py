@@ -359,24 +359,25 @@ def _native_op(name: str, bk: Any) -> Any:
 #: the number of enabled ``md.autocast`` contexts open in any thread (``amp.ACTIVE``, kept here
 #: by ``amp``): ``@`` reads it, one global, and casts its operands by the policy while it is set
 AUTOCAST = 0
+#: ``amp.cast``, given by ``amp`` with the count (it imports this module, not the reverse)
+_AMP_CAST: Any = None
 
 
-def set_autocast(active: int) -> None:
+def set_autocast(active: int, amp_cast: Any) -> None:
     """Note ``amp.ACTIVE`` for ``@``, here and in the C fast paths (which leave ``@`` to the
-    Python operator while an autocast is open)."""
-    global AUTOCAST
+    Python operator while an autocast is open), and ``amp.cast``, which ``@`` then calls."""
+    global AUTOCAST, _AMP_CAST
     AUTOCAST = active
+    _AMP_CAST = amp_cast
     if SPEEDUPS is not None:
         SPEEDUPS.set_autocast(active > 0)
 
 
 def _autocast_operands(x: Any, y: Any) -> tuple[Any, Any]:
     """``x`` and ``y`` as ``md.matmul`` takes them under the autocast of this context."""
-    from . import amp
-
     if not isinstance(y, Tensor) and type(y) not in SCALARS:
         y = coerce(x, y)  # an array operand is cast like a tensor, as md.matmul casts it
-    return amp.cast("matmul", x, y)
+    return _AMP_CAST("matmul", x, y)
 
 
 def make_operator(name: str, kind: int):
