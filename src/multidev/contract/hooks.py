@@ -70,8 +70,9 @@ class JitHooks(Protocol):
     eagerly."""
 
     #: ``jit_compile(body) -> compiled``: the framework's compiler of a function of native
-    #: tensors (``torch.compile``, ``tf.function``); None: no compiler
-    jit_compile: Callable[[Any], Any] | None = None
+    #: tensors (``torch.compile``, ``tf.function``), ``jit_compile(body, variables)`` with
+    #: ``jit_takes_variables``; None: no compiler
+    jit_compile: Callable[..., Any] | None = None
     #: ``jit_run(jitted, blocks, opts, args, kwargs)``: the adapter compiles and runs the
     #: whole call itself (MXNet's hybridized forwards); None: ``jit_compile`` is used
     jit_run: Callable[[Any, list, list, tuple, dict], Any] | None = None
