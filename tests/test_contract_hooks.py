@@ -80,6 +80,9 @@ def test_every_adapter_and_engine_member_the_core_reads_is_declared():
 def test_missing_members_names_a_hook_an_adapter_without_the_base_lacks():
     bk = registry.current()
     members = _members(contract.Adapter) - {"ops"}
+    for cap, protocol in (("autograd", contract.Autograd), ("dlpack", contract.DLPack)):
+        if cap in bk.capabilities:
+            members |= _members(protocol)
     complete = {n: getattr(bk, n) for n in members} | {"ops": bk.ops}
     assert contract.missing_members(types.SimpleNamespace(**complete)) == []
     for hook in ("jit_compile", "implicit_record", "export_onnx", "add_scaled_many_"):

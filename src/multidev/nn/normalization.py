@@ -122,9 +122,9 @@ class _BatchNorm(Block):
                 f"of shape {X.shape}"
             )
 
-    def forward(self, X: Any) -> Tensor:
-        X = X if isinstance(X, Tensor) else asarray(X)
-        self._check_input(X)
+    def _track_batch(self) -> float:
+        """Count this batch when training with running statistics; the factor the running
+        statistics move by (``momentum``, or 1/batches for a cumulative average)."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             # in place, as PyTorch does: the buffer stays the same tensor (a compiled step
@@ -132,6 +132,12 @@ class _BatchNorm(Block):
             self.num_batches_tracked += 1
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.item())
+        return factor
+
+    def forward(self, X: Any) -> Tensor:
+        X = X if isinstance(X, Tensor) else asarray(X)
+        self._check_input(X)
+        factor = self._track_batch()
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         return F.batch_norm(
@@ -300,11 +306,7 @@ class SyncBatchNorm(_BatchNorm):
         from ..distributed import recorded_sum
         from ..ops import concat
 
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked += 1
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        factor = self._track_batch()  # training: _group() returned a group
         weight, bias = self.weight, self.bias
         if _amp.ACTIVE:
             X, weight, bias = _amp.cast("batch_norm", X, weight, bias)
