@@ -80,6 +80,7 @@ from .errors import (
     DeviceError,
     DeviceMismatchError,
     JitWarning,
+    ShapeError,
     StateDictError,
     UnsupportedOperationError,
 )
@@ -175,6 +176,7 @@ __all__ = [
     "DeviceMismatchError",
     "FloatTensor",
     "JitWarning",
+    "ShapeError",
     "StateDictError",
     "Tensor",
     "Trainer",

@@ -22,6 +22,7 @@ from . import random as _random
 from .creation import as_leaf, asarray, normalize_shape, zeros
 from .device import Device, as_device, cpu, gpu
 from .dispatch import as_tensor, check_same, device_for, from_host, new_tensor
+from .errors import ShapeError
 from .tensors import Tensor
 
 __all__ = [
@@ -88,9 +89,11 @@ def matmul_of_rank(name: str, rank: int, input: Any, mat2: Any) -> Tensor:
     ValueError naming ``name`` for other ranks."""
     a, b = as_tensor(input), as_tensor(mat2, like=as_tensor(input))
     if a.ndim != rank or b.ndim != rank:
-        raise ValueError(
+        raise ShapeError(
             f"Expected two {rank}-D tensors for {name}. Received: shapes {a.shape} and "
-            f"{b.shape}. Use md.matmul for other ranks."
+            f"{b.shape}. Use md.matmul for other ranks.",
+            op=name,
+            shapes=(a.shape, b.shape),
         )
     return ops.matmul(a, b)
 
@@ -201,9 +204,11 @@ def _t(self: Tensor) -> Tensor:
     if self.ndim < 2:
         return self
     if self.ndim > 2:
-        raise ValueError(
+        raise ShapeError(
             f"Expected a tensor of at most 2 dimensions for t(). Received: shape {self.shape}. "
-            "Use md.permute_dims or x.transpose(d0, d1)."
+            "Use md.permute_dims or x.transpose(d0, d1).",
+            op="t",
+            shapes=(self.shape,),
         )
     return ops.permute_dims(self, (1, 0))
 
