@@ -311,3 +311,63 @@ def test_chunk_and_topk_refuse_counts_that_do_not_fit():
     values, indices = md.topk(f32(4), 2)
     np.testing.assert_array_equal(values.numpy(), [4, 3])
     np.testing.assert_array_equal(indices.numpy(), [3, 2])
+
+
+def test_split_refuses_a_split_size_below_one():
+    with pytest.raises(ValueError, match=r"positive split size.*0"):
+        f32(2, 3).split(0)
+
+
+def test_searchsorted_refuses_a_sorter_of_another_shape():
+    with pytest.raises(md.ShapeError, match=r"searchsorted.*\(4,\).*\(3,\)") as info:
+        md.searchsorted(f32(4), f32(4), sorter=md.asarray([0, 1, 2]))
+    assert info.value.shapes == ((4,), (3,))
+
+
+def test_allclose_of_shapes_that_do_not_broadcast_names_allclose():
+    with pytest.raises(md.ShapeError, match=r"allclose.*\(2, 3\) and \(4,\)") as info:
+        md.allclose(f32(2, 3), f32(4))
+    assert info.value.op == "allclose"
+    assert md.allclose(f32(2, 3), f32(2, 3)) and md.allclose(f32(1, 3), f32(1, 3)[0])
+
+
+@pytest.mark.parametrize(
+    ("shapes", "mask"),
+    [
+        (((1, 2, 4), (1, 3, 4), (1, 2, 4)), None),  # key and value disagree on S
+        (((2, 2, 4), (3, 3, 4), (3, 3, 4)), None),  # batch dimensions that do not broadcast
+        (((1, 2, 4), (1, 3, 4), (1, 3, 4)), (5, 5)),  # a mask that is not (..., L, S)
+    ],
+)
+def test_attention_of_shapes_that_do_not_fit_raises_shape_error(shapes, mask):
+    q, k, v = (f32(*s) for s in shapes)
+    m = None if mask is None else md.ones(mask, dtype=md.bool)
+    with pytest.raises(md.ShapeError, match="scaled_dot_product_attention") as info:
+        F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    assert info.value.shapes[:3] == shapes
+    assert F.scaled_dot_product_attention(f32(1, 2, 4), f32(1, 3, 4), f32(1, 3, 5)).shape == (
+        1,
+        2,
+        5,
+    )
+
+
+@pytest.mark.parametrize("layer", ["RNN", "GRU", "LSTM"])
+def test_a_recurrent_layer_given_an_initial_state_of_the_wrong_shape_says_so(layer):
+    net = getattr(nn, layer)(3, 4)
+    bad = f32(1, 1, 5)
+    state = (bad, bad) if layer == "LSTM" else bad
+    with pytest.raises(md.ShapeError, match=rf"\(1, 1, 4\).*{layer}.*\(1, 1, 5\)") as info:
+        net(f32(2, 1, 3), state)
+    assert info.value.op == layer
+    good = f32(1, 1, 4)
+    out, _ = net(f32(2, 1, 3), (good, good) if layer == "LSTM" else good)
+    assert out.shape == (2, 1, 4)
+
+
+def test_an_unbatched_recurrent_input_is_checked_against_unbatched_state_shapes():
+    net = nn.GRU(3, 4)
+    with pytest.raises(md.ShapeError, match=r"\(1, 4\).*Received: \(1, 5\)"):
+        net(f32(2, 3), f32(1, 5))
+    out, h = net(f32(2, 3), f32(1, 4))
+    assert out.shape == (2, 4) and h.shape == (1, 4)

@@ -674,6 +674,14 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     if side not in ("left", "right"):
         raise ValueError(f"Expected side 'left' or 'right'. Received: {side!r}")
     if sorter is not None:
+        sorter = as_tensor(sorter, x1)
+        if sorter.shape != x1.shape:  # take would sort a part of x1 without a word
+            raise ShapeError(
+                f"Expected a sorter of the shape of x1 for searchsorted. Received: x1 of shape "
+                f"{x1.shape} and sorter of shape {sorter.shape}",
+                op="searchsorted",
+                shapes=(x1.shape, sorter.shape),
+            )
         x1 = take(x1, sorter)
     x2 = as_tensor(x2, x1)
     check_same(x1, x2)

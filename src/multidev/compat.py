@@ -116,6 +116,16 @@ def allclose(
     a = as_tensor(input)
     b = as_tensor(other, like=a)
     check_same(a, b)
+    if a.shape != b.shape:  # else the error would name an op of the composition below
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise ShapeError(
+                f"Expected shapes that broadcast together for allclose. Received: {a.shape} "
+                f"and {b.shape}",
+                op="allclose",
+                shapes=(a.shape, b.shape),
+            ) from None
     dt = _dt.result_type(a.dtype, b.dtype)
     dt = dt if dt.kind == "f" else _dt.float32
     a, b = ops.astype(a, dt, copy=False), ops.astype(b, dt, copy=False)

@@ -169,6 +169,8 @@ def _split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
             )
     else:
         k = int(split_size)
+        if k < 1:
+            raise ValueError(f"Expected a positive split size. Received: {split_size!r}")
         sizes = [k] * (n // k) + ([n % k] if n % k else [])
     out, start = [], 0
     ax = dim % self.ndim
