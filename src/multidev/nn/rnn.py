@@ -114,7 +114,10 @@ class RNNBase(Block):
     def _check_state(self, hx: Any, batch: int, unbatched: bool) -> None:
         """ShapeError for an initial state of the wrong shape (each framework's kernel would
         refuse it with its own error, or compute with the wrong sizes)."""
-        states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+        pair = isinstance(hx, (tuple, list))
+        if pair != (self.mode == "lstm") or (pair and len(hx) != 2):
+            return  # not (h0, c0) for an LSTM, or a pair for the others: SF.rnn's TypeError
+        states = tuple(hx) if pair else (hx,)
         lead = self.num_layers * (2 if self.bidirectional else 1)
         sizes = [self.proj_size or self.hidden_size]
         if self.mode == "lstm":
