@@ -80,6 +80,7 @@ from .errors import (
     DeviceError,
     DeviceMismatchError,
     JitWarning,
+    ShapeError,
     StateDictError,
     UnsupportedOperationError,
 )
@@ -176,6 +177,7 @@ __all__ = [
     "DeviceMismatchError",
     "FloatTensor",
     "JitWarning",
+    "ShapeError",
     "StateDictError",
     "Tensor",
     "Trainer",

@@ -7,7 +7,8 @@
  * native op and makes the result tensor itself (what the Python operator's fast path does,
  * without its frame). Every other case calls the Python operator from the class dict, with the
  * dispatch rules of CPython's own slot for a class that defines ``__add__``/``__radd__`` in
- * Python, so reflected operands, other classes and errors behave as without this module.
+ * Python, so reflected operands, other classes and errors behave as without this module;
+ * where the native op raises, the Python operator runs instead and raises multidev's error.
  * The Python operators stay in the class dict (torch.compile inlines those).
  * The class's tp_dealloc becomes tensor_dealloc (CPython's generic dealloc for this one
  * layout), which keeps a few freed tensors for the fast path to reuse.
@@ -128,12 +129,13 @@ tensor_dealloc(PyObject *self)
     Py_DECREF(tp);
 }
 
-/* The fast path: a new tensor of a's class, or NULL without an error where it does not
- * apply (NULL with an error where the native op raised). */
 /* Whether an enabled md.autocast is open in any thread (``set_autocast``): ``@`` then takes
  * the Python operator, which casts its operands by the autocast policy. */
 static int autocast_on = 0;
 
+/* The fast path: a new tensor of a's class, or NULL without an error where it does not
+ * apply or where the native op raised an Exception (the Python operator then runs it again
+ * and translates the error); NULL with an error for anything else (KeyboardInterrupt, ...). */
 static PyObject *
 fast(PyObject *a, PyObject *b, int op, int *applied)
 {
@@ -195,6 +197,13 @@ fast(PyObject *a, PyObject *b, int op, int *applied)
     }
     for (int i = 0; i < 5; i++) {
         Py_DECREF(held[i]);
+    }
+    if (native == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+        /* the native op raised: the Python operator runs it again and turns the framework's
+         * error into multidev's (ShapeError for shapes that do not fit), so that the error
+         * translation is written once, in Python, and costs nothing while ops succeed */
+        PyErr_Clear();
+        *applied = 0;
     }
     return out;
 }

@@ -23,7 +23,17 @@ import numpy as np
 from . import creation, methods, ops, registry
 from . import dtypes as _dt
 from .device import Device
-from .dispatch import as_tensor, call, cast, check_same, floating, new_tensor, wrap
+from .dispatch import (
+    as_tensor,
+    call,
+    cast,
+    check_same,
+    elementwise,
+    floating,
+    new_tensor,
+    wrap,
+)
+from .errors import ShapeError
 from .tensors import Tensor
 
 __array_api_version__ = "2023.12"
@@ -429,7 +439,7 @@ def _pair(x1: Any, x2: Any, floating_only: bool = False) -> tuple[Tensor, Tensor
 def _float_binary(name: str, doc: str):
     def fn(x1: Any, x2: Any, /) -> Tensor:
         a, b = _pair(x1, x2, floating_only=True)
-        return wrap(a, call(a, name, a._native, b._native), a._dtype)
+        return wrap(a, elementwise(a, name, a._native, b._native), a._dtype)
 
     fn.__name__ = name
     fn.__doc__ = doc + "; integer input is computed in float32."
@@ -482,7 +492,7 @@ def _bool_or_int(name: str, bool_name: str | None, doc: str):
             kinds = "integer or bool" if bool_name else "integer"
             raise TypeError(f"Expected {kinds} tensors for {name}. Received: {a._dtype}")
         native = bool_name if a._dtype is _dt.bool and bool_name is not None else name
-        return wrap(a, call(a, native, a._native, b._native), a._dtype)
+        return wrap(a, elementwise(a, native, a._native, b._native, op=name), a._dtype)
 
     fn.__name__ = name
     fn.__doc__ = doc
@@ -509,7 +519,7 @@ def _logical(name: str, native: str):
     def fn(x1: Any, x2: Any, /) -> Tensor:
         a = ops.astype(_same(x1, x2), _dt.bool, copy=False)
         b = ops.astype(as_tensor(x2, a), _dt.bool, copy=False)
-        return wrap(a, call(a, native, a._native, b._native), _dt.bool)
+        return wrap(a, elementwise(a, native, a._native, b._native, op=name), _dt.bool)
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name.split('_')[1].upper()} of the truth values."
@@ -616,7 +626,11 @@ def diff(
     ``prepend`` and ``append`` to ``x`` there; on bool tensors, whether neighbours differ."""
     x = as_tensor(x)
     if x.ndim == 0:
-        raise ValueError("Expected a tensor of at least one dimension for diff. Received: 0-d")
+        raise ShapeError(
+            "Expected a tensor of at least one dimension for diff. Received: shape ()",
+            op="diff",
+            shapes=((),),
+        )
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"Expected a non-negative int n for diff. Received: {n!r}")
     ax = ops._axis(x, axis)
@@ -652,10 +666,22 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     """Insertion indices (int64) of ``x2`` into the sorted 1-d ``x1``."""
     x1 = as_tensor(x1)
     if x1.ndim != 1:
-        raise ValueError(f"Expected a 1-d sorted tensor. Received: shape {x1.shape}")
+        raise ShapeError(
+            f"Expected a 1-d sorted tensor x1 for searchsorted. Received: shape {x1.shape}",
+            op="searchsorted",
+            shapes=(x1.shape,),
+        )
     if side not in ("left", "right"):
         raise ValueError(f"Expected side 'left' or 'right'. Received: {side!r}")
     if sorter is not None:
+        sorter = as_tensor(sorter, x1)
+        if sorter.shape != x1.shape:  # take would sort a part of x1 without a word
+            raise ShapeError(
+                f"Expected a sorter of the shape of x1 for searchsorted. Received: x1 of shape "
+                f"{x1.shape} and sorter of shape {sorter.shape}",
+                op="searchsorted",
+                shapes=(x1.shape, sorter.shape),
+            )
         x1 = take(x1, sorter)
     x2 = as_tensor(x2, x1)
     check_same(x1, x2)
@@ -668,7 +694,11 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
     """Indices (int64) of the non-zero elements, one tensor per axis."""
     x = as_tensor(x)
     if x.ndim == 0:
-        raise ValueError("Expected a tensor of at least one dimension for nonzero. Received: 0-d")
+        raise ShapeError(
+            "Expected a tensor of at least one dimension for nonzero. Received: shape ()",
+            op="nonzero",
+            shapes=((),),
+        )
     return tuple(wrap(x, n, _dt.int64) for n in call(x, "nonzero", x._native))
 
 
@@ -787,9 +817,11 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
     if idx._dtype.kind not in "iu":
         raise TypeError(f"Expected integer indices. Received: {idx._dtype}")
     if idx.ndim != x.ndim or x.ndim == 0:
-        raise ValueError(
-            f"Expected indices with the rank of x (at least 1). Received: indices of shape "
-            f"{idx.shape} for x of shape {x.shape}"
+        raise ShapeError(
+            f"Expected indices with the rank of x (at least 1) for take_along_axis. Received: "
+            f"indices of shape {idx.shape} for x of shape {x.shape}",
+            op="take_along_axis",
+            shapes=(x.shape, idx.shape),
         )
     ax = ops._axis(x, axis)
     off = [s for i, s in enumerate(x.shape) if i != ax]
@@ -797,9 +829,11 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
     try:
         common = list(np.broadcast_shapes(tuple(off), tuple(idx_off)))
     except ValueError:
-        raise ValueError(
-            f"Expected x and indices that broadcast on every axis but {ax}. Received: shapes "
-            f"{x.shape} and {idx.shape}"
+        raise ShapeError(
+            f"Expected x and indices that broadcast on every axis but {ax} for "
+            f"take_along_axis. Received: shapes {x.shape} and {idx.shape}",
+            op="take_along_axis",
+            shapes=(x.shape, idx.shape),
         ) from None
     x = broadcast_to(x, (*common[:ax], x.shape[ax], *common[ax:]))
     idx = broadcast_to(idx, (*common[:ax], idx.shape[ax], *common[ax:]))
@@ -840,7 +874,11 @@ def broadcast_to(x: Any, /, shape: Sequence[int]) -> Tensor:
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"Expected a shape that {x.shape} broadcasts to. Received: {shape}")
+        raise ShapeError(
+            f"Expected a shape that {x.shape} broadcasts to for broadcast_to. Received: {shape}",
+            op="broadcast_to",
+            shapes=(x.shape, shape),
+        )
     return wrap(x, call(x, "broadcast_to", x._native, shape), x._dtype)
 
 
@@ -850,8 +888,11 @@ def broadcast_arrays(*arrays: Any) -> list[Tensor]:
     try:
         shape = np.broadcast_shapes(*(t.shape for t in ts))
     except ValueError:
-        raise ValueError(
-            f"Expected shapes that broadcast together. Received: {[t.shape for t in ts]}"
+        raise ShapeError(
+            f"Expected shapes that broadcast together for broadcast_arrays. Received: "
+            f"{[t.shape for t in ts]}",
+            op="broadcast_arrays",
+            shapes=tuple(t.shape for t in ts),
         ) from None
     return [broadcast_to(t, shape) for t in ts]
 
@@ -873,13 +914,23 @@ def matrix_transpose(x: Any, /) -> Tensor:
     """``x`` with its last two axes swapped."""
     x = as_tensor(x)
     if x.ndim < 2:
-        raise ValueError(f"Expected at least 2 dimensions. Received: shape {x.shape}")
+        raise ShapeError(
+            f"Expected at least 2 dimensions for matrix_transpose. Received: shape {x.shape}",
+            op="matrix_transpose",
+            shapes=(x.shape,),
+        )
     return ops.transpose(x, -2, -1)
 
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Tensor, ...]:
     """The slices of ``x`` along ``axis``."""
     x = as_tensor(x)
+    if x.ndim == 0:
+        raise ShapeError(
+            "Expected a tensor of at least one dimension for unstack. Received: shape ()",
+            op="unstack",
+            shapes=((),),
+        )
     ax = ops._axis(x, axis)
     lead = (slice(None),) * ax
     keys = ((*lead, i) for i in range(x.shape[ax]))  # a subscript's own *lead needs 3.11
@@ -896,6 +947,14 @@ def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Tensor:
         check_same(x, repeats)
         if repeats.shape == (1,) and x.shape[ax] != 1:  # one count for every element
             repeats = broadcast_to(repeats, (x.shape[ax],))
+        if repeats.shape not in ((), (x.shape[ax],)):  # MXNet would repeat some silently
+            raise ShapeError(
+                f"Expected repeats of shape (), (1,) or ({x.shape[ax]},) (one count per element "
+                f"along axis {ax} of shape {x.shape}). Received: repeats of shape "
+                f"{repeats.shape}. Give one count per element, or one for all.",
+                op="repeat",
+                shapes=(x.shape, repeats.shape),
+            )
         reps: Any = ops.astype(repeats, _dt.int64, copy=False)._native
     else:
         reps = int(repeats)
@@ -906,21 +965,40 @@ def tile(x: Any, repetitions: Sequence[int], /) -> Tensor:
     """``x`` repeated ``repetitions[i]`` times along each axis."""
     x = as_tensor(x)
     reps = tuple(int(r) for r in repetitions)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(
+            f"Expected non-negative repetitions for tile. Received: {reps}. Use 0 for an "
+            "empty result along an axis."
+        )
     n = builtins.max(len(reps), x.ndim)
     reps = (1,) * (n - len(reps)) + reps
     x = ops.reshape(x, (1,) * (n - x.ndim) + x.shape)
     return wrap(x, call(x, "tile", x._native, reps), x._dtype)
 
 
+def _check_matrices(x: Tensor, name: str) -> None:
+    """ShapeError for fewer than 2 dimensions (NumPy would treat a 1-d tensor as one row of a
+    square matrix, PyTorch, TensorFlow and Paddle refuse it with their own errors)."""
+    if x.ndim < 2:
+        raise ShapeError(
+            f"Expected a matrix or a stack of matrices (at least 2 dimensions) for {name}. "
+            f"Received: shape {x.shape}. Reshape a vector to (1, n) or (n, 1) first.",
+            op=name,
+            shapes=(x.shape,),
+        )
+
+
 def tril(x: Any, /, *, k: int = 0) -> Tensor:
     """``x`` with the elements above the ``k``-th diagonal zeroed."""
     x = as_tensor(x)
+    _check_matrices(x, "tril")
     return wrap(x, call(x, "tril", x._native, int(k)), x._dtype)
 
 
 def triu(x: Any, /, *, k: int = 0) -> Tensor:
     """``x`` with the elements below the ``k``-th diagonal zeroed."""
     x = as_tensor(x)
+    _check_matrices(x, "triu")
     return wrap(x, call(x, "triu", x._native, int(k)), x._dtype)
 
 
@@ -930,8 +1008,11 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     x1 = as_tensor(x1)
     x2 = as_tensor(x2, x1)
     if x1.shape[axis] != x2.shape[axis]:
-        raise ValueError(
-            f"Expected equal sizes along axis {axis}. Received: {x1.shape} and {x2.shape}"
+        raise ShapeError(
+            f"Expected equal sizes along axis {axis} for vecdot. Received: {x1.shape} and "
+            f"{x2.shape}",
+            op="vecdot",
+            shapes=(x1.shape, x2.shape),
         )
     product = (conj(x1) if x1._dtype.kind == "c" else x1) * x2
     return ops.sum(product, axis=axis, dtype=product.dtype)
@@ -949,7 +1030,12 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Tensor:
         a1 = ops._axes(x1, tuple(axes[0])) or ()
         a2 = ops._axes(x2, tuple(axes[1])) or ()
     if [x1.shape[a] for a in a1] != [x2.shape[a] for a in a2]:
-        raise ValueError(f"Expected matching contracted sizes. Received: {x1.shape}, {x2.shape}")
+        raise ShapeError(
+            f"Expected matching contracted sizes for tensordot. Received: {x1.shape} and "
+            f"{x2.shape}",
+            op="tensordot",
+            shapes=(x1.shape, x2.shape),
+        )
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
     k = math.prod(x1.shape[a] for a in a1)
@@ -1008,6 +1094,14 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Tensor]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Expected indexing 'xy' or 'ij'. Received: {indexing!r}")
     ts = [as_tensor(a) for a in arrays]
+    if builtins.any(t.ndim != 1 for t in ts):
+        shapes = tuple(t.shape for t in ts)
+        raise ShapeError(
+            f"Expected 1-d tensors for meshgrid. Received: shapes {shapes}. Flatten them first "
+            "(md.reshape(x, (-1,))).",
+            op="meshgrid",
+            shapes=shapes,
+        )
     n = len(ts)
     sizes = [t.shape[0] for t in ts]
     if indexing == "xy" and n >= 2:
@@ -1098,15 +1192,15 @@ def install() -> None:
         "mT": property(matrix_transpose),
     }
     in_place = {
-        "and": bitwise_and,
-        "or": bitwise_or,
-        "xor": bitwise_xor,
-        "lshift": bitwise_left_shift,
-        "rshift": bitwise_right_shift,
-        "matmul": ops.matmul,
+        "and": (bitwise_and, "&="),
+        "or": (bitwise_or, "|="),
+        "xor": (bitwise_xor, "^="),
+        "lshift": (bitwise_left_shift, "<<="),
+        "rshift": (bitwise_right_shift, ">>="),
+        "matmul": (ops.matmul, "@="),
     }
-    for name, op in in_place.items():
-        table[f"__i{name}__"] = methods.in_place(op)
+    for name, (op, symbol) in in_place.items():
+        table[f"__i{name}__"] = methods.in_place(op, symbol)
     for name, fn in table.items():
         setattr(Tensor, name, fn)
 

@@ -22,6 +22,7 @@ from . import random as _random
 from .creation import as_leaf, asarray, normalize_shape, zeros
 from .device import Device, as_device, cpu, gpu
 from .dispatch import as_tensor, check_same, device_for, from_host, new_tensor
+from .errors import ShapeError
 from .tensors import Tensor
 
 __all__ = [
@@ -88,9 +89,11 @@ def matmul_of_rank(name: str, rank: int, input: Any, mat2: Any) -> Tensor:
     ValueError naming ``name`` for other ranks."""
     a, b = as_tensor(input), as_tensor(mat2, like=as_tensor(input))
     if a.ndim != rank or b.ndim != rank:
-        raise ValueError(
+        raise ShapeError(
             f"Expected two {rank}-D tensors for {name}. Received: shapes {a.shape} and "
-            f"{b.shape}. Use md.matmul for other ranks."
+            f"{b.shape}. Use md.matmul for other ranks.",
+            op=name,
+            shapes=(a.shape, b.shape),
         )
     return ops.matmul(a, b)
 
@@ -113,6 +116,16 @@ def allclose(
     a = as_tensor(input)
     b = as_tensor(other, like=a)
     check_same(a, b)
+    if a.shape != b.shape:  # else the error would name an op of the composition below
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise ShapeError(
+                f"Expected shapes that broadcast together for allclose. Received: {a.shape} "
+                f"and {b.shape}",
+                op="allclose",
+                shapes=(a.shape, b.shape),
+            ) from None
     dt = _dt.result_type(a.dtype, b.dtype)
     dt = dt if dt.kind == "f" else _dt.float32
     a, b = ops.astype(a, dt, copy=False), ops.astype(b, dt, copy=False)
@@ -201,9 +214,11 @@ def _t(self: Tensor) -> Tensor:
     if self.ndim < 2:
         return self
     if self.ndim > 2:
-        raise ValueError(
+        raise ShapeError(
             f"Expected a tensor of at most 2 dimensions for t(). Received: shape {self.shape}. "
-            "Use md.permute_dims or x.transpose(d0, d1)."
+            "Use md.permute_dims or x.transpose(d0, d1).",
+            op="t",
+            shapes=(self.shape,),
         )
     return ops.permute_dims(self, (1, 0))
 

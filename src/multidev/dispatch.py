@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import typing
+from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import registry
 from .device import Device, as_device, check_available, scoped_device
-from .errors import BackendError, DeviceMismatchError
+from .errors import BackendError, DeviceMismatchError, ShapeError
 from .tensors import Tensor
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ __all__ = [
     "call",
     "cast",
     "check_same",
+    "check_shapes",
     "coerce",
     "device_for",
+    "elementwise",
     "floating",
     "from_host",
     "getitem",
@@ -60,6 +63,7 @@ __all__ = [
     "to_device",
     "unop",
     "wrap",
+    "write_in_place",
 ]
 
 SCALARS = (int, float, bool, complex)
@@ -241,9 +245,50 @@ def setitem(self: Tensor, key: Any, value: Any) -> None:
     nkey = native_key(self, key)
     try:
         self._native = bk.setitem(self._native, nkey, v)
-    except Exception:
+    except Exception as e:
         check_index_count(self, key)
+        _check_fits(self, key, v, e)
         raise
+
+
+def write_in_place(x: Tensor, result: Tensor, op: str, other: Any = None) -> Tensor:
+    """``x[...] = result`` for the in-place op ``op`` (``x += y``, ``x.add_(y)``), returning
+    ``x``. Where ``result`` does not fit ``x`` (``y`` broadcast ``x`` to a larger shape):
+    ShapeError naming ``op`` and the shapes, with ``x`` unchanged."""
+    try:
+        setitem(x, ..., result)
+    except ShapeError as e:
+        shapes = (x.shape, other.shape) if isinstance(other, Tensor) else (x.shape,)
+        fix = f"x = x {op[:-1]} y" if op.endswith("=") else "the out-of-place form"
+        raise ShapeError(
+            f"Expected an operand that keeps the shape {x.shape} of the tensor written in place "
+            f"by {op}. Received: shapes {' and '.join(map(str, shapes))}, whose result has "
+            f"shape {result.shape}. Use {fix} for a new tensor of the result's shape.",
+            op=op,
+            shapes=shapes,
+        ) from e
+    return x
+
+
+def _check_fits(x: Tensor, key: Any, value: Any, exc: Exception) -> None:
+    """Called where writing ``value`` into ``x[key]`` failed with ``exc``: ShapeError where the
+    value does not broadcast to the shape of ``x[key]``, else return (``exc`` stands)."""
+    try:
+        target = getitem(x, key).shape
+        shape = _shape(x._bk, value)
+    except Exception:  # a key the framework refuses to read as well: its error stands
+        return
+    fit = shape
+    while len(fit) > len(target) and fit[0] == 1:  # NumPy writes (1, 3) into (3,) as well
+        fit = fit[1:]
+    if not _broadcasts(fit, target) or np.broadcast_shapes(fit, target) != target:
+        raise ShapeError(
+            f"Expected a value that broadcasts to the shape {target} of the indexed part "
+            f"(x[{key!r}] of a tensor of shape {x.shape}). Received: a value of shape {shape}. "
+            "Reshape the value, or index a part of its shape.",
+            op="setitem",
+            shapes=(x.shape, shape),
+        ) from exc
 
 
 def on(bk, dev, fn, *args):
@@ -265,6 +310,105 @@ def check_same(x: Tensor, y: Tensor) -> None:
             f"Expected tensors on one device. Received: {x._dev} and {y._dev}. "
             f"Move one with .to({str(x._dev)!r}) first; multidev never copies silently."
         )
+
+
+#: the symbols of the binary operators, for the messages of ``check_shapes``
+_SYMBOLS = {
+    name: f"{name} ({symbol})"
+    for name, symbol in (
+        ("add", "+"),
+        ("subtract", "-"),
+        ("multiply", "*"),
+        ("divide", "/"),
+        ("floor_divide", "//"),
+        ("remainder", "%"),
+        ("pow", "**"),
+        ("equal", "=="),
+        ("not_equal", "!="),
+        ("less", "<"),
+        ("less_equal", "<="),
+        ("greater", ">"),
+        ("greater_equal", ">="),
+    )
+}
+
+
+def _shape(bk: Any, v: Any) -> tuple[int, ...]:
+    """The shape of an operand of a native op: a Tensor, a native tensor or a Python scalar."""
+    if isinstance(v, Tensor):
+        return v.shape
+    if type(v) in SCALARS:
+        return ()
+    return tuple(bk.shape_of(v))
+
+
+def _matmul_mismatch(s1: tuple[int, ...], s2: tuple[int, ...]) -> str | None:
+    """Why ``s1 @ s2`` has no result under NumPy's rules, or None where it has one."""
+    if not s1 or not s2:
+        return "neither operand may be 0-d (multiply a scalar with * instead)"
+    k1 = s1[-1]
+    k2 = s2[0] if len(s2) == 1 else s2[-2]
+    if k1 != k2:
+        return (
+            f"the last dimension of the first ({k1}) to equal the "
+            f"{'only' if len(s2) == 1 else 'second-to-last'} dimension of the second ({k2})"
+        )
+    try:
+        np.broadcast_shapes(s1[:-2], s2[:-2])
+    except ValueError:
+        return f"batch dimensions that broadcast ({s1[:-2]} and {s2[:-2]} do not)"
+    return None
+
+
+def _broadcasts(*shapes: tuple[int, ...]) -> bool:
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
+
+
+def check_shapes(bk: Any, name: str, operands: Sequence[Any], exc: BaseException) -> None:
+    """Called where the native op ``name`` raised ``exc`` on ``operands`` (Tensors, native
+    tensors or Python scalars): raise ``ShapeError`` naming the op and the shapes where they do
+    not fit the op (NumPy's broadcasting; ``matmul``'s rules), else return so that the caller
+    re-raises ``exc``. Only the failure path pays for it."""
+    try:
+        shapes = tuple(_shape(bk, v) for v in operands)
+    except Exception:  # an operand whose shape cannot be read: the framework's error stands
+        return
+    op = _SYMBOLS.get(name, name)
+    listed = " and ".join(str(s) for s in shapes)
+    if name == "matmul" and len(shapes) == 2:
+        why = _matmul_mismatch(*shapes)
+        if why is not None:
+            raise ShapeError(
+                f"Expected shapes that fit matmul (@): {why}. Received: {shapes[0]} @ "
+                f"{shapes[1]}. Transpose an operand (x.T, md.matrix_transpose) or reshape it.",
+                op="matmul",
+                shapes=shapes,
+            ) from exc
+        return
+    if not _broadcasts(*shapes):
+        raise ShapeError(
+            f"Expected shapes that broadcast together for {op} (NumPy's rules: aligned from "
+            f"the last dimension, each pair of sizes equal or one of them 1). Received: "
+            f"{listed}. Reshape an operand (x.reshape, md.expand_dims) so that they broadcast.",
+            op=name,
+            shapes=shapes,
+        ) from exc
+
+
+def elementwise(x: Tensor, name: str, *args: Any, op: str | None = None) -> Any:
+    """``call`` for a broadcasting native op of native operands ``args``: where the op raises
+    on shapes that do not broadcast, ShapeError naming ``op`` (the public name, where the
+    native op differs; ``name`` by default) instead of the framework's error."""
+    bk = x._bk
+    try:
+        return on(bk, x._dev, getattr(bk.ops, name), *args)
+    except Exception as e:
+        check_shapes(bk, op or name, args, e)
+        raise
 
 
 def coerce(x: Tensor, value: Any) -> Tensor:
@@ -330,11 +474,15 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
     if kind == LOGIC:
         name, b = _logic(x, name, dt, b)
     fn = getattr(bk.ops, name)
-    if bk.scoped_devices and dev in bk.scoped_devices:
-        with bk.scope(dev):
+    try:
+        if bk.scoped_devices and dev in bk.scoped_devices:
+            with bk.scope(dev):
+                out = fn(a, b)
+        else:
             out = fn(a, b)
-    else:
-        out = fn(a, b)
+    except Exception as e:
+        check_shapes(bk, name, (a, b), e)
+        raise
     return new_tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
@@ -404,9 +552,13 @@ def make_operator(name: str, kind: int):
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
-                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
-                        self._native, other._native
-                    )
+                    try:
+                        out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
+                            self._native, other._native
+                        )
+                    except Exception as e:
+                        check_shapes(bk, name, (self, other), e)
+                        raise
                     out._bk = bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -430,9 +582,13 @@ def make_operator(name: str, kind: int):
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
-                    out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
-                        self._native, other._native
-                    )
+                    try:
+                        out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
+                            self._native, other._native
+                        )
+                    except Exception as e:
+                        check_shapes(bk, name, (self, other), e)
+                        raise
                     out._bk = bk
                     out._dev = dev
                     out._dtype = dt
@@ -586,7 +742,11 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 dev = self._dev
                 if other._dtype is dt and other._dev is dev:
                     out = _new(type(self))
-                    out._native = fn(self._native, other._native)
+                    try:
+                        out._native = fn(self._native, other._native)
+                    except Exception as e:
+                        check_shapes(self._bk, name, (self, other), e)
+                        raise
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -603,7 +763,11 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 dev = self._dev
                 if other._dtype is dt and other._dev is dev and dt in _FAST_DTYPES[kind]:
                     out = _new(type(self))
-                    out._native = fn(self._native, other._native)
+                    try:
+                        out._native = fn(self._native, other._native)
+                    except Exception as e:
+                        check_shapes(self._bk, name, (self, other), e)
+                        raise
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = dt
@@ -622,7 +786,11 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                 f = fast(dt)
                 if other._dtype is dt and other._dev is dev and f is not None and dev not in scoped:
                     out = _new(type(self))
-                    out._native = f(self._native, other._native)
+                    try:
+                        out._native = f(self._native, other._native)
+                    except Exception as e:
+                        check_shapes(self._bk, name, (self, other), e)
+                        raise
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -660,7 +828,11 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
         # a 0-d tensor of the result dtype: a framework may type a leading Python scalar on
         # its own (TensorFlow makes 0 an int32 whatever the other operand is)
         b = bk.full((), b, dt, x._dev)
-    out = on(bk, x._dev, getattr(bk.ops, name), b, a)
+    try:
+        out = on(bk, x._dev, getattr(bk.ops, name), b, a)
+    except Exception as e:
+        check_shapes(bk, name, (b, a), e)
+        raise
     return new_tensor(out, bk, x._dev, _result_dtype(dt, kind))
 
 

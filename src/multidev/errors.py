@@ -11,6 +11,7 @@ __all__ = [
     "DeviceError",
     "DeviceMismatchError",
     "JitWarning",
+    "ShapeError",
     "StateDictError",
     "UnsupportedOperationError",
 ]
@@ -26,6 +27,18 @@ class DeviceError(ValueError):
 
 class DeviceMismatchError(ValueError):
     """An operation whose tensors live on different devices."""
+
+
+class ShapeError(ValueError):
+    """Operands whose shapes do not fit an operation: shapes that do not broadcast, a matrix
+    product whose inner dimensions differ, tensors of different shapes to concatenate or
+    stack, a value that does not fit where it is written. ``op`` names the operation and
+    ``shapes`` holds the operands' shapes, in order; the message says what to change."""
+
+    def __init__(self, message: str, op: str = "", shapes: tuple[tuple[int, ...], ...] = ()):
+        super().__init__(message)
+        self.op = op
+        self.shapes = tuple(shapes)
 
 
 class UnsupportedOperationError(NotImplementedError):

@@ -20,6 +20,7 @@ import numpy as np
 from . import array_api, ops
 from . import dtypes as _dt
 from .dispatch import as_tensor, check_same, floating, on, wrap
+from .errors import ShapeError
 from .tensors import Tensor
 
 __all__ = [
@@ -91,11 +92,18 @@ def _matrices(x: Any, name: str, square: bool = False) -> Tensor:
     """``x`` as a floating-point stack of matrices (integer input in float32)."""
     x = floating(as_tensor(x))
     if x.ndim < 2:
-        raise ValueError(
-            f"Expected a matrix or a stack of matrices for linalg.{name}. Received: shape {x.shape}"
+        raise ShapeError(
+            f"Expected a matrix or a stack of matrices for linalg.{name}. Received: shape "
+            f"{x.shape}",
+            op=f"linalg.{name}",
+            shapes=(x.shape,),
         )
     if square and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"Expected square matrices for linalg.{name}. Received: shape {x.shape}")
+        raise ShapeError(
+            f"Expected square matrices for linalg.{name}. Received: shape {x.shape}",
+            op=f"linalg.{name}",
+            shapes=(x.shape,),
+        )
     return x
 
 
@@ -221,22 +229,28 @@ def solve(x1: Any, x2: Any, /) -> Tensor:
     if vector:
         b = ops.reshape(b, (b.shape[0], 1))
     if b.shape[-2] != a.shape[-1]:
-        raise ValueError(
-            f"Expected x2 with {a.shape[-1]} rows to match x1 of shape {a.shape}. Received: "
-            f"shape {x2.shape if isinstance(x2, Tensor) else b.shape}"
+        raise ShapeError(
+            f"Expected x2 with {a.shape[-1]} rows to match x1 of shape {a.shape} for "
+            f"linalg.solve. Received: shape {x2.shape if isinstance(x2, Tensor) else b.shape}",
+            op="linalg.solve",
+            shapes=(a.shape, x2.shape if isinstance(x2, Tensor) else b.shape),
         )
-    batch = _broadcast_batch(a.shape[:-2], b.shape[:-2])
+    batch = _broadcast_batch(a.shape[:-2], b.shape[:-2], "linalg.solve")
     a = array_api.broadcast_to(a, batch + a.shape[-2:])
     b = array_api.broadcast_to(b, batch + b.shape[-2:])
     out = wrap(a, _native(a, "solve", a._native, b._native), dt)
     return ops.reshape(out, out.shape[:-1]) if vector else out
 
 
-def _broadcast_batch(s1: tuple[int, ...], s2: tuple[int, ...]) -> tuple[int, ...]:
+def _broadcast_batch(s1: tuple[int, ...], s2: tuple[int, ...], name: str) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(s1, s2))
     except ValueError:
-        raise ValueError(f"Expected batch shapes that broadcast. Received: {s1} and {s2}") from None
+        raise ShapeError(
+            f"Expected batch shapes that broadcast for {name}. Received: {s1} and {s2}",
+            op=name,
+            shapes=(s1, s2),
+        ) from None
 
 
 def matrix_power(x: Any, n: int, /) -> Tensor:
@@ -268,12 +282,19 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     b = as_tensor(x2, a)
     check_same(a, b)
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"Expected 3-vectors. Received: shapes {a.shape} and {b.shape}")
+        raise ShapeError(
+            f"Expected 3-vectors for linalg.cross. Received: shapes {a.shape} and {b.shape}",
+            op="linalg.cross",
+            shapes=(a.shape, b.shape),
+        )
     a, b = array_api.broadcast_arrays(a, b)
     ax = ops._axis(a, axis)
     if a.shape[ax] != 3:
-        raise ValueError(
-            f"Expected size 3 along axis {axis} for linalg.cross. Received: shape {a.shape}"
+        raise ShapeError(
+            f"Expected size 3 along axis {axis} for linalg.cross. Received: shapes {a.shape} "
+            f"and {b.shape}",
+            op="linalg.cross",
+            shapes=(a.shape, b.shape),
         )
     dt = _dt.result_type(a._dtype, b._dtype)
     a, b = ops.astype(a, dt, copy=False), ops.astype(b, dt, copy=False)
@@ -289,7 +310,11 @@ def outer(x1: Any, x2: Any, /) -> Tensor:
     a = as_tensor(x1)
     b = as_tensor(x2, a)
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"Expected two 1-d tensors. Received: shapes {a.shape} and {b.shape}")
+        raise ShapeError(
+            f"Expected two 1-d tensors for linalg.outer. Received: shapes {a.shape} and {b.shape}",
+            op="linalg.outer",
+            shapes=(a.shape, b.shape),
+        )
     return ops.reshape(a, (a.shape[0], 1)) * ops.reshape(b, (1, b.shape[0]))
 
 
@@ -297,7 +322,12 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Tensor:
     """The ``offset``-th diagonals of matrices (positive: above the main diagonal)."""
     x = as_tensor(x)
     if x.ndim < 2:
-        raise ValueError(f"Expected a matrix or a stack of matrices. Received: shape {x.shape}")
+        raise ShapeError(
+            f"Expected a matrix or a stack of matrices for linalg.diagonal. Received: shape "
+            f"{x.shape}",
+            op="linalg.diagonal",
+            shapes=(x.shape,),
+        )
     return wrap(x, _native(x, "diagonal", x._native, offset=int(offset)), x._dtype)
 
 

@@ -15,6 +15,16 @@ __all__ = ["in_place", "install"]
 
 #: the operators whose in-place form writes into the tensor's storage
 _IN_PLACE = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"})
+#: their symbols, for the messages of errors
+_SYMBOLS = {
+    "add": "+=",
+    "sub": "-=",
+    "mul": "*=",
+    "truediv": "/=",
+    "floordiv": "//=",
+    "mod": "%=",
+    "pow": "**=",
+}
 
 
 def _invert(self: Tensor) -> Tensor:
@@ -25,12 +35,12 @@ def _invert(self: Tensor) -> Tensor:
     return dispatch.unop(self, "logical_not")
 
 
-def in_place(op: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
-    """An in-place operator: the result written into the tensor's own storage."""
+def in_place(op: Callable[[Any, Any], Tensor], symbol: str) -> Callable[[Tensor, Any], Tensor]:
+    """An in-place operator (``symbol``, e.g. ``+=``): the result written into the tensor's own
+    storage."""
 
     def iop(self: Tensor, other: Any) -> Tensor:
-        self[...] = op(self, other)
-        return self
+        return dispatch.write_in_place(self, op(self, other), symbol, other)
 
     return iop
 
@@ -61,7 +71,7 @@ def install() -> None:
         setattr(Tensor, fwd.__name__, fwd)
         setattr(Tensor, rev.__name__, rev)
         if dunder in _IN_PLACE:
-            setattr(Tensor, f"__i{dunder}__", in_place(fwd))
+            setattr(Tensor, f"__i{dunder}__", in_place(fwd, _SYMBOLS[dunder]))
     for dunder, name in dispatch.COMPARISONS.items():
         fwd, _ = dispatch.make_operator(name, dispatch.CMP)
         fwd.__name__ = f"__{dunder}__"

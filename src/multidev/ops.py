@@ -18,11 +18,13 @@ from .dispatch import (
     call,
     cast,
     check_same,
+    elementwise,
     floating,
     to,
     unop,
     wrap,
 )
+from .errors import ShapeError
 from .tensors import Tensor
 
 __all__ = [
@@ -329,7 +331,7 @@ def where(condition, x, y) -> Tensor:
         dt = _dt.result_type(x._dtype, y._dtype)
     xn = x._native if x._dtype is dt else call(x, "astype", x._native, dt)
     yn = y._native if y._dtype is dt else call(y, "astype", y._native, dt)
-    return wrap(cond, call(cond, "where", cond._native, xn, yn), dt)
+    return wrap(cond, elementwise(cond, "where", cond._native, xn, yn), dt)
 
 
 def astype(x, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
@@ -454,7 +456,12 @@ def reshape(x, /, shape: Any, *, copy: bool | None = None) -> Tensor:
     if shape.count(-1) > 1 or (
         (-1 not in shape and known != size) or (-1 in shape and (known == 0 or size % known))
     ):
-        raise ValueError(f"Expected a shape with {size} elements. Received: {shape} for {x.shape}")
+        raise ShapeError(
+            f"Expected a shape with {size} elements to reshape a tensor of shape {x.shape}. "
+            f"Received: {shape}",
+            op="reshape",
+            shapes=(x.shape, shape),
+        )
     if -1 in shape:
         shape = tuple(size // known if s == -1 else s for s in shape)
     return wrap(x, call(x, "reshape", x._native, shape), x._dtype)
@@ -509,8 +516,13 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Tensor:
     if axis is None:
         return concat([reshape(as_tensor(t), (-1,)) for t in arrays], axis=0)
     ts, dt = _same_all(arrays)
+    ax = _axis(ts[0], axis)
     natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
-    return wrap(ts[0], call(ts[0], "concat", natives, _axis(ts[0], axis)), dt)
+    try:
+        return wrap(ts[0], call(ts[0], "concat", natives, ax), dt)
+    except Exception as e:
+        _check_joinable("concat", ts, ax, e)
+        raise
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
@@ -518,7 +530,38 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Tensor:
     ts, dt = _same_all(arrays)
     natives = [t._native if t._dtype is dt else call(t, "astype", t._native, dt) for t in ts]
     ax = axis % (ts[0].ndim + 1)
-    return wrap(ts[0], call(ts[0], "stack", natives, ax), dt)
+    first = ts[0].shape
+    if any(t.shape != first for t in ts[1:]):  # MXNet would stack some without a word
+        _check_joinable("stack", ts, None, None)
+    try:
+        return wrap(ts[0], call(ts[0], "stack", natives, ax), dt)
+    except Exception as e:
+        _check_joinable("stack", ts, None, e)
+        raise
+
+
+def _check_joinable(name: str, ts: list[Tensor], axis: int | None, exc: Exception | None) -> None:
+    """Called where the native concat (``axis``) or stack (``axis`` None) raised ``exc``:
+    ShapeError where the tensors' shapes cannot be joined, else return (``exc`` stands)."""
+    shapes = tuple(t.shape for t in ts)
+    first = shapes[0]
+    if axis is None:
+        bad = any(s != first for s in shapes)
+        want = "tensors of one shape"
+    else:
+        bad = any(
+            len(s) != len(first)
+            or any(a != b for i, (a, b) in enumerate(zip(s, first, strict=False)) if i != axis)
+            for s in shapes
+        )
+        want = f"tensors of one rank whose sizes agree on every axis but axis {axis}"
+    if bad:
+        raise ShapeError(
+            f"Expected {want} for {name}. Received: shapes {', '.join(map(str, shapes))}. "
+            "Reshape or slice the tensors so that they match.",
+            op=name,
+            shapes=shapes,
+        ) from exc
 
 
 def expand_dims(x, axis: int = 0) -> Tensor:
@@ -544,5 +587,9 @@ def squeeze(x, axis=None) -> Tensor:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     for a in axes:
         if shape[a] != 1:
-            raise ValueError(f"Expected axis {a} of size 1 to squeeze. Received: shape {shape}")
+            raise ShapeError(
+                f"Expected axis {a} of size 1 to squeeze. Received: shape {shape}",
+                op="squeeze",
+                shapes=(shape,),
+            )
     return reshape(x, tuple(s for i, s in enumerate(shape) if i not in axes))

@@ -19,7 +19,7 @@ from .creation import arange as _arange
 from .creation import full_like as _full_like
 from .creation import rand, randn
 from .creation import zeros_like as _zeros_like
-from .dispatch import as_tensor
+from .dispatch import as_tensor, write_in_place
 from .linalg import vector_norm
 from .nn import functional as F
 from .tensors import Tensor
@@ -169,6 +169,8 @@ def _split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
             )
     else:
         k = int(split_size)
+        if k < 1:
+            raise ValueError(f"Expected a positive split size. Received: {split_size!r}")
         sizes = [k] * (n // k) + ([n % k] if n % k else [])
     out, start = [], 0
     ax = dim % self.ndim
@@ -188,6 +190,8 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``input`` cut along ``dim`` into ``chunks`` pieces of ceil(n / chunks) (the last
     smaller)."""
     x = as_tensor(input)
+    if int(chunks) < 1:
+        raise ValueError(f"Expected a positive number of chunks. Received: {chunks!r}")
     n = x.shape[dim]
     return _split(x, max(1, -(-n // int(chunks))), dim)
 
@@ -250,8 +254,7 @@ def _min_max(fn: Any, arg: Any, name: str):
 
 def _in_place(fn: Any, name: str):
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        self[...] = fn(self, *args, **kwargs)
-        return self
+        return write_in_place(self, fn(self, *args, **kwargs), name, args[0] if args else None)
 
     method.__name__ = name
     method.__doc__ = f"``{name[:-1]}`` written into this tensor; returns it."
@@ -265,8 +268,14 @@ def topk(
     first (``sorted`` is accepted; the result is always sorted)."""
     x = as_tensor(input)
     a = array_api
+    ax = ops._axis(x, dim)
+    n = x.shape[ax] if x.ndim else 1
+    if not 0 <= int(k) <= n:  # slicing would give fewer than k silently
+        raise ValueError(
+            f"Expected k in [0, {n}] for topk along dim {dim} of a tensor of shape {x.shape}. "
+            f"Received: k={k}"
+        )
     order = a.argsort(x, axis=dim, descending=largest, stable=True)
-    ax = dim % x.ndim
     idx = order[(slice(None),) * ax + (slice(0, int(k)),)]
     return a.take_along_axis(x, idx, axis=dim), idx
 

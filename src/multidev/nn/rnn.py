@@ -12,6 +12,7 @@ import numpy as np
 from .. import ops
 from ..creation import asarray
 from ..dispatch import as_tensor
+from ..errors import ShapeError
 from ..random import host_uniform
 from ..tensors import Tensor
 from . import sequence_functional as SF
@@ -110,6 +111,32 @@ class RNNBase(Block):
         shape = (self.num_layers * dirs, batch, size)
         return as_tensor(np.zeros(shape, dtype=x._dtype.numpy), x)
 
+    def _check_state(self, hx: Any, batch: int, unbatched: bool) -> None:
+        """ShapeError for an initial state of the wrong shape (each framework's kernel would
+        refuse it with its own error, or compute with the wrong sizes)."""
+        pair = isinstance(hx, (tuple, list))
+        if pair != (self.mode == "lstm") or (pair and len(hx) != 2):
+            return  # not (h0, c0) for an LSTM, or a pair for the others: SF.rnn's TypeError
+        states = tuple(hx) if pair else (hx,)
+        lead = self.num_layers * (2 if self.bidirectional else 1)
+        sizes = [self.proj_size or self.hidden_size]
+        if self.mode == "lstm":
+            sizes.append(self.hidden_size)
+        want = tuple((lead, batch, s) for s in sizes)
+        got = tuple(as_tensor(h).shape for h in states)
+        if got != want:
+            shown = tuple((w[0], w[2]) if unbatched else w for w in want)
+            received = tuple((g[0], *g[2:]) if unbatched and len(g) > 1 else g for g in got)
+            name = type(self).__name__
+            raise ShapeError(
+                f"Expected an initial state of shape{'s' if len(shown) > 1 else ''} "
+                f"{' and '.join(map(str, shown))} (num_layers * directions, "
+                f"{'' if unbatched else 'batch, '}size) for {name}. Received: "
+                f"{' and '.join(map(str, received)) or 'no tensors'}.",
+                op=name,
+                shapes=received,
+            )
+
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Any]:
         x = as_tensor(input)
         unbatched = x.ndim == 2
@@ -133,6 +160,8 @@ class RNNBase(Block):
                 f"Expected input with input_size={self.input_size} features in its last axis. "
                 f"Received: shape {as_tensor(input).shape}"
             )
+        if hx is not None:
+            self._check_state(hx, x.shape[1], unbatched)
         if hx is None:
             h0 = self._zeros_state(x, x.shape[1], self.proj_size or self.hidden_size)
             if self.mode != "lstm":

@@ -25,6 +25,7 @@ from ..dispatch import floating as _floating
 from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
 from ..dispatch import wrap as _wrap
+from ..errors import ShapeError
 from ..random import dropout_mask
 from ..tensors import Tensor
 from ..tracing import tracing
@@ -255,6 +256,39 @@ def scaled_dot_product_attention(
         raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {dropout_p}")
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     mask = _additive_mask(q, k.shape[-2], attn_mask, is_causal)
+    try:
+        return _attention(q, k, v, mask, dropout_p, sc)
+    except Exception as e:
+        _check_attention_shapes(q, k, v, mask, e)
+        raise
+
+
+def _check_attention_shapes(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, e: Exception
+) -> None:
+    """Called where attention failed with ``e``: ShapeError where key and value disagree on S,
+    the batch dimensions do not broadcast or the mask does not broadcast to (..., L, S)."""
+    shapes = (q.shape, k.shape, v.shape) + (() if mask is None else (mask.shape,))
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        ok = k.shape[-2] == v.shape[-2]
+        if mask is not None:
+            np.broadcast_shapes(mask.shape, (*batch, q.shape[-2], k.shape[-2]))
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(
+            "Expected query (..., L, E), key (..., S, E), value (..., S, Ev) with batch "
+            "dimensions that broadcast, and a mask that broadcasts to (..., L, S) for "
+            f"scaled_dot_product_attention. Received: {', '.join(map(str, shapes))}",
+            op="scaled_dot_product_attention",
+            shapes=shapes,
+        ) from e
+
+
+def _attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, sc: float
+) -> Tensor:
     fused = _native_op(q, "scaled_dot_product_attention")
     if fused is not None and dropout_p == 0.0:
         bk = q._bk

@@ -69,6 +69,48 @@ def _setitem_too_many(x):
 CASES["setitem_two_of_1d"] = (_setitem_too_many, (3,))
 
 
+# Shapes that do not fit an op: md.ShapeError on every backend (the reference's answer),
+# never the framework's own error (MXNetError, InvalidArgumentError, RuntimeError, ...).
+def _iadd_unbroadcastable(x):
+    x += x[:, :2]
+    return x
+
+
+def _iadd_outgrowing(x):
+    x += md.stack([x, x])
+    return x
+
+
+def _setitem_wrong_shape(x):
+    x[0] = x[0, :2]
+    return x
+
+
+CASES.update(
+    {
+        "add_unbroadcastable_of_2d": (lambda x: x + x[:, :2], (2, 3)),
+        "multiply_unbroadcastable_batch_of_3d": (lambda x: x * x[:1, :, :2], (2, 2, 3)),
+        "less_unbroadcastable_of_2d": (lambda x: x < x[:, :2], (2, 3)),
+        "md_maximum_unbroadcastable_of_2d": (lambda x: md.maximum(x, x[0, :2]), (2, 3)),
+        "where_unbroadcastable_of_2d": (lambda x: md.where(x > 0, x, x[:, :2]), (2, 3)),
+        "matmul_of_2x3_2x3": (lambda x: x @ x, (2, 3)),
+        "matmul_of_1d_mismatch": (lambda x: md.matmul(x, x[:2]), (3,)),
+        "matmul_unbroadcastable_batch_of_3d": (
+            lambda x: md.matmul(x, md.ones((3, 3, 2), dtype=x.dtype)),
+            (2, 2, 3),
+        ),
+        "concat_mismatched_of_2d": (lambda x: md.concat([x, md.permute_dims(x, (1, 0))]), (2, 3)),
+        "stack_mismatched_of_2d": (lambda x: md.stack([x, x[:, :2]]), (2, 3)),
+        "reshape_wrong_size_of_2d": (lambda x: md.reshape(x, (4,)), (2, 3)),
+        "iadd_unbroadcastable_of_2d": (_iadd_unbroadcastable, (2, 3)),
+        "iadd_outgrowing_of_2d": (_iadd_outgrowing, (2, 3)),
+        "setitem_wrong_shape_of_2d": (_setitem_wrong_shape, (2, 3)),
+        "tril_of_1d": (lambda x: md.tril(x), (3,)),
+        "unstack_of_0d": (lambda x: md.unstack(x), ()),
+    }
+)
+
+
 def _run(fn, a: np.ndarray):
     """The result as a NumPy array, or the exception raised."""
     try:
