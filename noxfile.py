@@ -114,6 +114,7 @@ def _tests(session: nox.Session, backend: str) -> None:
         "multidev.testing.plugin",
         "-q",
         "-rs",
+        "--durations=25",
         f"--conformance-json={reports / (backend + '.json')}",
         *session.posargs,
         env=env,
