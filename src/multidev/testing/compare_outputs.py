@@ -16,8 +16,11 @@ import re
 import sys
 from pathlib import Path
 
+from ..registry import registered_backends
+
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?i:inf|infinity|nan)\b")
-_BACKEND = re.compile(r"\b(numpy|torch|tensorflow|paddle|mxnet)\b")
+# every registered adapter's name, installed or not: a backend added later needs no edit here
+_BACKEND = re.compile(rf"\b({'|'.join(map(re.escape, registered_backends()))})\b")
 
 
 def tokens(text: str) -> list[str | float]:

@@ -36,7 +36,7 @@ from multidev import dtypes as _dt
 
 __all__ = ["BACKENDS", "check", "matrix", "sample_values", "special_bits", "write"]
 
-BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet")
+BACKENDS = ("numpy", "torch", "tensorflow", "paddle", "mxnet", "jax")
 MANIFEST = "manifest.json"
 _CHECK_KIND = "multidev-portability-check"
 
