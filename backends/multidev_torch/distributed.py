@@ -4,6 +4,7 @@ GPU) and torchrun as the launcher."""
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import sys
 import weakref
@@ -47,6 +48,10 @@ class TorchGroup(Group):
 
     def close(self) -> None:
         if dist.is_initialized():
+            # free what cycles still hold of gloo's work objects while the interpreter is
+            # whole: freed at its finalisation instead, they aborted a worker now and then
+            # ("terminate called without an active exception")
+            gc.collect()
             dist.destroy_process_group()
 
 
