@@ -621,7 +621,7 @@ def train_digits(session: nox.Session) -> None:
     """``examples/train_digits.py`` (md.Trainer, a LeNet-style CNN on scikit-learn's digits)
     gives the same per-epoch losses on every autograd backend in float64 (within 1e-4
     relative) and at least 97% test accuracy in float64 and float32; prints each backend's
-    seconds per epoch (``multidev.testing.digits_compare``). Not in the default set: about a
+    seconds per epoch beside plain PyTorch's (``multidev.testing.digits_compare``). Not in the default set: about a
     minute per backend on two CPU cores. Needs scikit-learn in each tests-<backend>
     environment (the interop extra has it; MXNet's gets its pinned version here)."""
     directory = SHARED / "train-digits"
@@ -636,10 +636,14 @@ def train_digits(session: nox.Session) -> None:
             "--out", str(directory / f"{b}.json"), *session.posargs,
             env={**env, "MULTIDEV_BACKEND": b}, external=True,
         )  # fmt: skip
+    session.run(
+        str(_venv_python("torch")), "-m", "multidev.testing.digits_compare", "plain",
+        "--out", str(directory / "plain-torch.json"), env=env, external=True,
+    )  # fmt: skip
     files = [str(directory / f"{b}.json") for b in AUTOGRAD]
     session.run(
         str(_venv_python("numpy")), "-m", "multidev.testing.digits_compare", "check", *files,
-        external=True,
+        "--plain", str(directory / "plain-torch.json"), external=True,
     )  # fmt: skip
 
 

@@ -9,6 +9,12 @@ within ``--rtol`` (default 1e-4) relative and every test accuracy (float64 and f
 least ``--min-accuracy`` (default ``train_digits.THRESHOLD``). The float32 losses' difference
 and the seconds per epoch are printed (never checked).
 
+``… plain --out FILE.json`` (in the torch environment) trains the same network, data split,
+batch size, optimiser and schedule written in plain PyTorch (``torch.nn``, ``torch.optim``, a
+``torch.utils.data.DataLoader``), and ``check --plain FILE.json`` prints its seconds per epoch
+and accuracy beside the backends': what multidev costs over the code it replaces. Its batches
+are drawn by torch's own sampler, so its losses are not compared.
+
 Why float64 for the agreement: in float32 the backends' correct kernels differ by rounding
 (1e-7 relative), and 10 epochs of Adam amplify that: the per-epoch losses agree within 1e-6
 for three epochs, then drift apart by 1e-2 (measured: torch and paddle on one side,
@@ -25,7 +31,7 @@ from typing import Any
 
 from .. import registry
 
-__all__ = ["check", "main", "run"]
+__all__ = ["check", "main", "plain_torch", "run"]
 
 
 def run(seed: int = 0) -> dict[str, Any]:
@@ -43,6 +49,64 @@ def run(seed: int = 0) -> dict[str, Any]:
             "seconds": [h["time_s"] for h in history],
         }
     return out
+
+
+def plain_torch(seed: int = 0) -> dict[str, Any]:
+    """``train_digits`` in float32 written in plain PyTorch: losses, test accuracy, seconds per
+    epoch (the training loop with its running loss and accuracy, as ``md.Trainer`` times it)."""
+    import time
+
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    from ..data.datasets import Digits
+    from ..examples import train_digits as td
+
+    bunch = load_digits()
+    images = torch.from_numpy((np.asarray(bunch.images, dtype=np.float32) / 16)[:, None])
+    labels = torch.from_numpy(np.asarray(bunch.target, dtype=np.int64))
+    order = torch.from_numpy(np.random.default_rng(Digits.SPLIT_SEED).permutation(len(labels)))
+    train_idx, test_idx = order[: Digits.TRAIN_SIZE], order[Digits.TRAIN_SIZE :]
+    torch.manual_seed(seed)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(images[train_idx], labels[train_idx]),
+        batch_size=td.BATCH_SIZE,
+        shuffle=True,
+    )
+    nn = torch.nn
+    net = nn.Sequential(
+        nn.Conv2d(1, 16, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(), nn.Linear(64, 10),
+    )  # fmt: skip
+    opt = torch.optim.Adam(net.parameters(), lr=td.LR)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=td.EPOCHS)
+    losses, seconds = [], []
+    for _ in range(td.EPOCHS):
+        started = time.perf_counter()
+        net.train()
+        total, correct, seen = torch.zeros(()), torch.zeros(()), 0
+        for X, y in loader:
+            out = net(X)
+            loss = nn.functional.cross_entropy(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                total += loss.detach() * len(y)
+                correct += (out.argmax(1) == y).sum()
+            seen += len(y)
+        losses.append(float(total) / seen)
+        seconds.append(time.perf_counter() - started)
+        sched.step()
+    net.eval()
+    with torch.no_grad():
+        accuracy = float((net(images[test_idx]).argmax(1) == labels[test_idx]).float().mean())
+    return {
+        "backend": "plain torch",
+        "float32": {"losses": losses, "accuracy": accuracy, "seconds": seconds},
+    }
 
 
 def _relative(a: float, b: float) -> float:
@@ -106,10 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     p_check.add_argument("files", nargs="+", type=Path)
     p_check.add_argument("--rtol", type=float, default=1e-4)
     p_check.add_argument("--min-accuracy", type=float, default=None)
+    p_check.add_argument("--plain", type=Path, help="plain PyTorch's run, printed beside")
+    p_plain = sub.add_parser("plain", help="train the same network in plain PyTorch")
+    p_plain.add_argument("--out", required=True, type=Path)
+    p_plain.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.command == "run":
+    if args.command in ("run", "plain"):
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(run(args.seed), indent=2))
+        result = run(args.seed) if args.command == "run" else plain_torch(args.seed)
+        args.out.write_text(json.dumps(result, indent=2))
         print(f"wrote {args.out}")
         return 0
     results = [json.loads(f.read_text()) for f in args.files]
@@ -117,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train_digits with md.Trainer on {', '.join(r['backend'] for r in results)}")
     for line in lines:
         print("  " + line)
+    if args.plain is not None:
+        plain = json.loads(args.plain.read_text())["float32"]
+        secs = sum(plain["seconds"]) / len(plain["seconds"])
+        print(
+            f"  float32: {'plain torch':>10}: test accuracy {plain['accuracy']:.4f}, "
+            f"{secs:.2f} s/epoch (the same network, data and schedule in plain PyTorch)"
+        )
     for p in problems:
         print("FAILED: " + p)
     return 1 if problems else 0
