@@ -23,7 +23,8 @@ def pytest_addoption(parser) -> None:
 
 def pytest_sessionstart(session) -> None:
     path = session.config.getoption("--conformance-json")
-    if path:
+    # under pytest-xdist the controller receives every worker's reports: it alone records
+    if path and not hasattr(session.config, "workerinput"):
         session.config._multidev_recorder = Recorder(registry.current().name)
         session.config.pluginmanager.register(session.config._multidev_recorder)
 
