@@ -116,7 +116,20 @@ class Backend(Jit, Autograd, AdapterBase):
         """A host copy of the values (waits for pending operations on x). Stops a graph
         trace (``md.jit``), which would replay the values as constants."""
         untraceable(READS_VALUES)
-        return x.asnumpy()
+        try:
+            return x.asnumpy()
+        except mx.base.MXNetError as e:
+            # MXNet runs ops asynchronously: an index or class label out of range fails where
+            # the result is first read, here, as MXNet's own error
+            if "out of bound" not in str(e):
+                raise
+            raise IndexError(
+                "Expected indices (class labels included) within the size of the axis they "
+                "index. Received: an index out of range in an operation that computed this "
+                f"value ({str(e).strip().splitlines()[-1]}). MXNet runs operations "
+                "asynchronously, so the error shows where the value is read: check the labels "
+                "or indices given to the operations before this read."
+            ) from e
 
     def to_device(self, x, dev: Device) -> mnp.ndarray:
         return x.copyto(self.native_device(dev))
