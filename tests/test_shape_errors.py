@@ -352,6 +352,23 @@ def test_attention_of_shapes_that_do_not_fit_raises_shape_error(shapes, mask):
     )
 
 
+@pytest.mark.parametrize(
+    ("batch_first", "shapes"),
+    [
+        (True, ((2, 5, 8), (2, 4, 8), (2, 5, 8))),  # key and value of different lengths
+        (True, ((2, 5, 8), (3, 5, 8), (3, 5, 8))),  # key and value of another batch size
+        (False, ((5, 2, 8), (4, 3, 8), (4, 3, 8))),  # the same, sequence first
+    ],
+)
+def test_multihead_attention_of_shapes_that_do_not_fit_names_the_layer(batch_first, shapes):
+    """Not the error of an op inside the layer (a reshape of the projected key)."""
+    m = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    with pytest.raises(md.ShapeError, match=r"key and value of one length.*\(query, key") as info:
+        m(*(f32(*s) for s in shapes))
+    assert info.value.op == "MultiheadAttention" and info.value.shapes == shapes
+    assert m(f32(*shapes[0]), f32(*shapes[0]), f32(*shapes[0]))[0].shape == shapes[0]
+
+
 @pytest.mark.parametrize("layer", ["RNN", "GRU", "LSTM"])
 def test_a_recurrent_layer_given_an_initial_state_of_the_wrong_shape_says_so(layer):
     net = getattr(nn, layer)(3, 4)

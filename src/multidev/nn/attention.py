@@ -12,6 +12,7 @@ from .. import dtypes as _dt
 from .. import ops
 from ..creation import asarray
 from ..dispatch import as_tensor
+from ..errors import ShapeError
 from ..random import host_uniform
 from ..tensors import Tensor
 from . import functional as F
@@ -134,6 +135,7 @@ class MultiheadAttention(Block):
         ``attn_mask`` masks out keys after each query.
         """
         q, k, v = as_tensor(query), as_tensor(key), as_tensor(value)
+        shapes = (q.shape, k.shape, v.shape)
         unbatched = q.ndim == 2
         if q.ndim not in (2, 3) or k.ndim != q.ndim or v.ndim != q.ndim:
             raise ValueError(
@@ -157,6 +159,14 @@ class MultiheadAttention(Block):
             q, k, v = (ops.transpose(t, 0, 1) for t in (q, k, v))
         N, L, E = q.shape
         S = k.shape[1]
+        if k.shape[:2] != v.shape[:2] or k.shape[0] != N:
+            raise ShapeError(
+                "Expected key and value of one length (one value per key) and query, key and "
+                f"value of one batch size. Received: shapes {', '.join(map(str, shapes))} "
+                "(query, key, value).",
+                op="MultiheadAttention",
+                shapes=shapes,
+            )
         h, d = self.num_heads, self.head_dim
         b = self.in_proj_bias
         bs = (None, None, None) if b is None else (b[:E], b[E : 2 * E], b[2 * E :])
