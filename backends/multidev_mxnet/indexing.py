@@ -8,7 +8,13 @@ import numpy as np
 from mxnet import np as mnp
 
 from multidev.errors import AutogradError
-from multidev.indexing import bool_mask_ndim, checked_key, key_items
+from multidev.indexing import (
+    bool_mask_ndim,
+    checked_key,
+    index_out_of_bounds,
+    key_items,
+    new_axes_first,
+)
 
 from .fill import F64, exact_float64, full
 
@@ -38,6 +44,9 @@ def getitem(x, key):
         host = tuple(k.asnumpy() if isinstance(k, mnp.ndarray) else k for k in key_items(key))
         shape = np.empty(x.shape, dtype=np.bool_)[host].shape
         return mnp.zeros(shape, dtype=x.dtype, ctx=x.ctx)
+    plan = new_axes_first(key, x.shape, _mask_ndim, mnp.ndarray)
+    if plan is not None:  # MXNet places a new axis beside an index array elsewhere
+        x, key = x.reshape(plan[0]), plan[1]
     try:
         return x[key]
     except IndexError:
@@ -56,10 +65,7 @@ def _index(k, size: int):
         lo, hi = int(k.min()), int(k.max())
         bad = hi if hi >= size else (lo if lo < -size else None)
         if bad is not None:
-            raise IndexError(
-                f"Expected indices in [-{size}, {size}). Received: index {bad}, which is out of "
-                f"bounds for an axis of size {size}"
-            )
+            raise index_out_of_bounds(bad, size)
         if lo < 0:
             k = k + (k < 0).astype(INT64) * size
     return k

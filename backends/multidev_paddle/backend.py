@@ -174,7 +174,7 @@ class Backend(Jit, Autograd, AdapterBase):
         """``x[key] = value`` in place; a leaf that requires grad is written under no_grad.
         Inside a to_static trace a program value cannot change: the written value is a new
         one, which Paddle's ``__setitem__`` returns (``x[key] = value`` would drop it)."""
-        key = native_key(key)
+        key = native_key(x, key)
         mask = _mask_ndim(key) == 0
         if x.ndim == 0 and (mask or all(k is Ellipsis for k in key_items(key))):
             if isinstance(x, paddle.pir.Value):

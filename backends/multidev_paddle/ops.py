@@ -15,6 +15,7 @@ from typing import Any
 
 import paddle
 import paddle.nn.functional as F
+from paddle.base.framework import EagerParamBase
 
 from multidev import dtypes as _dt
 from multidev.contract import (
@@ -28,6 +29,13 @@ from multidev.contract import (
     reduction,
     widening,
 )
+from multidev.indexing import (
+    bool_mask_ndim,
+    checked_key,
+    index_out_of_bounds,
+    key_items,
+    new_axes_first,
+)
 
 from . import array_api, cnn, losses, sequence_ops
 from .dtypes import NATIVE, dtype_name, md_dtype
@@ -40,6 +48,8 @@ _INF = math.inf
 FLOATS = frozenset({_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64})
 _INDEX_DTYPES = frozenset({_dt.int64, _dt.int32, _dt.bool})
 _PLAIN_KEYS = (int, slice)
+_INDEX_ARRAYS = (paddle.Tensor, EagerParamBase, paddle.pir.Value)
+_mask_ndim = bool_mask_ndim(_INDEX_ARRAYS, paddle.bool)
 
 #: the dtype an op computes in where Paddle has no kernel for the tensor's own dtype
 _WIDER = {
@@ -178,11 +188,36 @@ def _index(k):
     return k
 
 
-def native_key(key: Any) -> Any:
-    """The key with index arrays Paddle reads as masks turned into int64 positions."""
-    if type(key) is tuple:
-        return tuple(_index(k) for k in key)
-    return key if type(key) in _PLAIN_KEYS else _index(key)
+def _bounded(k: Any, size: int) -> Any:
+    """An integer index array checked against the axis length: Paddle's kernels read and
+    write outside the tensor for an out-of-range entry (garbage values, a corrupted heap).
+    Inside a to_static trace the values are not known."""
+    if isinstance(k, paddle.pir.Value) or not k.size:
+        return k
+    lo, hi = (int(v) for v in paddle.stack([k.min(), k.max()]).numpy())
+    bad = hi if hi >= size else (lo if lo < -size else None)
+    if bad is not None:
+        raise index_out_of_bounds(bad, size)
+    return k  # Paddle counts negative entries from the end itself
+
+
+def native_key(x: Any, key: Any) -> Any:
+    """The key of ``x[key]`` with index arrays Paddle reads as masks turned into int64
+    positions, and integer index arrays bounds-checked."""
+    if type(key) in _PLAIN_KEYS:
+        return key
+    key = tuple(_index(k) for k in key) if type(key) is tuple else _index(key)
+    if any(isinstance(k, _INDEX_ARRAYS) and k.dtype != paddle.bool for k in key_items(key)):
+        return checked_key(key, x.shape, _mask_ndim, _bounded)
+    return key
+
+
+def _getitem(x: Any, key: Any) -> Any:
+    key = native_key(x, key)
+    plan = new_axes_first(key, x.shape, _mask_ndim, _INDEX_ARRAYS)
+    if plan is not None:  # Paddle reads garbage for a new axis beside an index array
+        x, key = paddle.reshape(x, plan[0]), plan[1]
+    return x[key]
 
 
 #: where(cond, a, b) with the values first: their dtype is the one that widens
@@ -224,7 +259,7 @@ OPS = op_table(
     clip=_wide(_clip, "clip"),
     softmax=_wide(_softmax, "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
-    getitem=lambda x, key: x[native_key(key)],
+    getitem=_getitem,
     astype=native_astype("paddle", NATIVE, {}),
     linear=_wide(_linear, "linear"),
 )

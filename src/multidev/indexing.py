@@ -15,7 +15,16 @@ import numpy as np
 
 from .contract import key_axes
 
-__all__ = ["FULL", "Gather", "checked_key", "gather", "is_full", "key_items"]
+__all__ = [
+    "FULL",
+    "Gather",
+    "checked_key",
+    "gather",
+    "index_out_of_bounds",
+    "is_full",
+    "key_items",
+    "new_axes_first",
+]
 
 FULL = slice(None)
 
@@ -40,6 +49,32 @@ def _bounded(i: int, shape: Sequence[int], dim: int) -> int:
             f"length is {n}. Index in [-{n}, {n}) there."
         )
     return i % n
+
+
+def index_out_of_bounds(bad: int, size: int) -> IndexError:
+    """The error for an entry ``bad`` of an index array that is out of range for an axis of
+    length ``size``."""
+    return IndexError(
+        f"Expected indices in [-{size}, {size}). Received: index {bad}, which is out of "
+        f"bounds for an axis of size {size}"
+    )
+
+
+def new_axes_first(
+    key: Any, shape: Sequence[int], mask_ndim: Callable[[Any], int | None], arrays: Any
+) -> tuple[tuple[int, ...], tuple] | None:
+    """For frameworks that misread a new axis (None) beside an index array (Paddle reads
+    garbage, MXNet puts the axis elsewhere): the shape of x with the new axes in it and the
+    key with full slices in their place, which index it as NumPy indexes x with ``key``.
+    None where the key has no None or no array of type ``arrays``."""
+    items = key_items(key)
+    if not any(k is None for k in items) or not any(isinstance(k, arrays) for k in items):
+        return None
+    pairs = key_axes(items, len(shape), mask_ndim)
+    out = list(shape)
+    for i, dim in enumerate(d for k, d in pairs if k is None):
+        out.insert(dim + i, 1)
+    return tuple(out), tuple(slice(None) if k is None else k for k, _ in pairs)
 
 
 def checked_key(

@@ -157,6 +157,46 @@ def test_too_many_indices_is_an_index_error():
         md.zeros((2, 3))[:, ::-1, None, 0]
 
 
+#: the frameworks' own texts (torch's, TensorFlow's) or multidev's where a kernel does not check
+OUT_OF_RANGE = r"out of bounds|out of range|is not in \["
+
+
+@pytest.mark.parametrize(
+    "key", [(np.array([0, 2]),), (slice(None), np.array([3])), (np.array([-3]),)]
+)
+def test_an_index_array_entry_out_of_range_is_an_index_error_and_writes_nothing(key):
+    """Never values from outside the tensor (Paddle's kernels read and write there) nor a
+    clamped index (JAX's)."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = md.asarray(a)
+    mk = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    with pytest.raises(IndexError, match=OUT_OF_RANGE):
+        x[mk].numpy()  # read: MXNet's engine may report it there
+    with pytest.raises(IndexError, match=OUT_OF_RANGE):
+        x[mk] = 9.0
+        x.numpy()
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        (None, np.array([1, 0])),
+        (np.array([1, 0]), None, np.array([2])),
+        (Ellipsis, None, np.array([1, 0])),
+        (slice(None), None, np.array([2, 0]), None),
+        (None, np.array([True, False])),
+        (None, np.array([1, 0]), np.array([[0], [2]])),
+    ],
+)
+def test_new_axes_beside_index_arrays_index_as_numpy_does(key):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    mk = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    got, want = md.asarray(a)[mk].numpy(), a[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 def test_softmax_over_an_empty_axis_is_empty_and_keeps_the_dtype():
     for shape, dim in [((0,), 0), ((3, 0), -1), ((0, 2), 0)]:
         for fn in (F.softmax, F.log_softmax):
