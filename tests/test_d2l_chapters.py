@@ -50,8 +50,6 @@ KNOWN: tuple[tuple[str, str], ...] = (
         r"No module named '(pandas|mpl_toolkits|matplotlib)'",
         "pandas (and in MXNet's environment matplotlib) is not installed in the test environments",
     ),
-    (r"module 'multidev' has no attribute '(dot|mv)'", "md.dot / md.mv are missing"),
-    (r"module 'multidev.optim' has no attribute 'Adadelta'", "md.optim.Adadelta is missing"),
     (
         r"^NameError|attention_weights|src_vocab|list index out of range|too many values to unpack",
         "follows from an earlier cell of the section that failed for one of the reasons above",

@@ -20,6 +20,7 @@ from .creation import full_like as _full_like
 from .creation import rand, randn
 from .creation import zeros_like as _zeros_like
 from .dispatch import as_tensor, write_in_place
+from .errors import ShapeError
 from .linalg import vector_norm
 from .nn import functional as F
 from .tensors import Tensor
@@ -44,6 +45,33 @@ def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> T
 def bmm(input: Any, mat2: Any) -> Tensor:
     """Batched matrix product of two 3-D tensors (b, n, m) @ (b, m, p)."""
     return matmul_of_rank("bmm", 3, input, mat2)
+
+
+def dot(input: Any, tensor: Any) -> Tensor:
+    """The inner product of two 1-D tensors of one length (a 0-d tensor), as ``torch.dot``;
+    no broadcasting (``md.vecdot`` or ``md.matmul`` for other shapes)."""
+    a, b = as_tensor(input), as_tensor(tensor, like=as_tensor(input))
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ShapeError(
+            f"Expected two 1-D tensors of one length for dot. Received: shapes {a.shape} and "
+            f"{b.shape}. Use md.vecdot or md.matmul for other shapes.",
+            op="dot",
+            shapes=(a.shape, b.shape),
+        )
+    return ops.matmul(a, b)
+
+
+def mv(input: Any, vec: Any) -> Tensor:
+    """The product of an (n, m) matrix and a length-m vector (length n), as ``torch.mv``."""
+    a, v = as_tensor(input), as_tensor(vec, like=as_tensor(input))
+    if a.ndim != 2 or v.ndim != 1 or a.shape[1] != v.shape[0]:
+        raise ShapeError(
+            f"Expected an (n, m) matrix and a vector of length m for mv. Received: shapes "
+            f"{a.shape} and {v.shape}. Use md.matmul for other shapes.",
+            op="mv",
+            shapes=(a.shape, v.shape),
+        )
+    return ops.matmul(a, v)
 
 
 def repeat_interleave(input: Any, repeats: Any, dim: int | None = None) -> Tensor:
@@ -366,6 +394,8 @@ def tensor_methods() -> dict[str, Any]:
         "min": _min_max(ops.min, ops.argmin, "min"),
         "matmul": lambda self, other: ops.matmul(self, other),
         "bmm": bmm,
+        "dot": dot,
+        "mv": mv,
         "sqrt": lambda self: ops.sqrt(self),
         "log": lambda self: ops.log(self),
         "pow": lambda self, exponent: self**exponent,

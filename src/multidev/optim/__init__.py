@@ -1,7 +1,7 @@
 """Optimisers and learning-rate schedules with PyTorch's rules and state-dict layout:
-``md.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad`` and ``md.optim.lr_scheduler``."""
+``md.optim.SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta`` and ``md.optim.lr_scheduler``."""
 
 from . import lr_scheduler
-from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from .optimizer import SGD, Adadelta, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

@@ -837,6 +837,52 @@ class Adagrad(Optimizer):
         self._add_scaled_(p, grad / (ops.sqrt(s) + group["eps"]), -clr)
 
 
+class Adadelta(Optimizer):
+    """Adadelta, PyTorch's rule: with weight decay ``g += wd * p``;
+    ``v = rho * v + (1 - rho) * g * g``; ``delta = sqrt(u + eps) / sqrt(v + eps) * g``;
+    ``u = rho * u + (1 - rho) * delta * delta``; ``p -= lr * delta`` (``v`` is ``square_avg``,
+    ``u`` is ``acc_delta``)."""
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+    ) -> None:
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
+
+    _state_spec: ClassVar[dict[str, str]] = {
+        "step": "step",
+        "square_avg": "square",
+        "acc_delta": "square",
+    }
+
+    def _required_state(self, group):
+        return {"step", "square_avg", "acc_delta"}
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        rho = group["rho"]
+        _check("rho", rho, _is_real(rho) and 0 <= rho <= 1, "to be a finite number in [0, 1]")
+        _check_number(group, "eps")
+
+    def _update(self, p, grad, group, state):
+        rho, eps = group["rho"], group["eps"]
+        if not state:
+            state.update(step=0, square_avg=zeros_like(p.data), acc_delta=zeros_like(p.data))
+        state["step"] += 1
+        grad = _decayed(grad, p, group["weight_decay"])
+        v = state["square_avg"] = state["square_avg"] * rho + grad * grad * (1 - rho)
+        delta = ops.sqrt(state["acc_delta"] + eps) / ops.sqrt(v + eps) * grad
+        state["acc_delta"] = state["acc_delta"] * rho + delta * delta * (1 - rho)
+        self._add_scaled_(p, delta, -group["lr"])
+
+
 #: the update rules that use ``lr`` only in the step size of ``_add_scaled_`` (AdamW's
 #: decoupled weight decay multiplies the parameter by ``1 - lr * wd``: excluded by its flag)
-_LR_IS_STEP_SIZE = frozenset({SGD._update, Adam._update, RMSprop._update, Adagrad._update})
+_LR_IS_STEP_SIZE = frozenset(
+    {SGD._update, Adam._update, RMSprop._update, Adagrad._update, Adadelta._update}
+)
