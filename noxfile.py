@@ -115,6 +115,10 @@ def _tests(session: nox.Session, backend: str) -> None:
         "-q",
         "-rs",
         "--durations=25",
+        # two pytest-xdist workers: many tests wait on worker processes or on one framework
+        # thread; `-- -n 0` after the session name runs in one process
+        "-n",
+        "2",
         f"--conformance-json={reports / (backend + '.json')}",
         *session.posargs,
         env=env,
