@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from typing import Any
 
 import tensorflow as tf
@@ -180,6 +182,8 @@ def start(job: Job) -> TFGroup:
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=impl, timeout_seconds=job.timeout
     )
+    main = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except (RuntimeError, ValueError) as e:
@@ -187,6 +191,12 @@ def start(job: Job) -> TFGroup:
             f"Expected to configure TensorFlow's collectives before anything else ran. "
             f"Received: {e}. Call md.distributed.init_process_group() first in the script."
         ) from e
+    finally:
+        if main and sigterm is not None:
+            # the coordination service's preemption notifier takes SIGTERM and only logs it,
+            # so a worker that a launcher or scheduler stops ran on until SIGKILL: give
+            # SIGTERM back what it did before (by default, end the process)
+            signal.signal(signal.SIGTERM, sigterm)
     ctx = strategy.cluster_resolver
     chiefs = len(ctx.cluster_spec().as_dict().get("chief", []))  # a chief is rank 0
     task_rank = ctx.task_id + (chiefs if ctx.task_type == "worker" else 0)
