@@ -173,6 +173,7 @@ def start(job: Job) -> TFGroup:
             f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)
         ]
         os.environ["TF_CONFIG"] = _tf_config(workers, job.rank)
+    _check_own_port(os.environ["TF_CONFIG"], job.rank)
     impl = {
         None: tf.distribute.experimental.CommunicationImplementation.AUTO,
         "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
@@ -209,11 +210,30 @@ def start(job: Job) -> TFGroup:
     return TFGroup(strategy, job.rank, job.world_size, job.local_rank, device, job.timeout)
 
 
+def _check_own_port(tf_config: str, rank: int) -> None:
+    """A DistributedError naming this worker's port (from ``TF_CONFIG``) when another process
+    listens on it: TensorFlow's own error ("Could not start gRPC server") does not name it."""
+    from multidev.distributed.launch import check_port
+
+    try:
+        config = json.loads(tf_config)
+        task = config["task"]
+        port = int(str(config["cluster"][task["type"]][int(task["index"])]).rsplit(":", 1)[1])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return  # TensorFlow's own check reports a malformed TF_CONFIG
+    check_port(port, f"TensorFlow worker {rank} (its TF_CONFIG entry)")
+
+
 def cluster_workers(node_addrs: list[str], nproc_per_node: int, master_port: int) -> list[str]:
-    """Every worker's ``host:port`` on several machines, in rank order: node ``r``'s workers at
-    ``node_addrs[r]``, ports ``master_port + 1`` … ``master_port + nproc_per_node`` (node 0's
-    launcher meets the others on ``master_port`` itself)."""
-    return [f"{a}:{master_port + 1 + i}" for a in node_addrs for i in range(nproc_per_node)]
+    """Every worker's ``host:port`` on several machines, in rank order: rank ``r`` at its
+    node's address, port ``master_port + 1 + r`` (node 0's launcher meets the others on
+    ``master_port`` itself; a port per rank, not per local rank, so that nodes sharing an
+    address, as on loopback, do not collide)."""
+    return [
+        f"{a}:{master_port + 1 + n * nproc_per_node + i}"
+        for n, a in enumerate(node_addrs)
+        for i in range(nproc_per_node)
+    ]
 
 
 def worker_envs(
