@@ -60,8 +60,9 @@ _group: Group | None = None
 #: the environment variable that sets the collective timeout (seconds) where the script
 #: passes none to ``init_process_group``
 TIMEOUT_ENV = "MULTIDEV_DIST_TIMEOUT"
-#: the collective timeout without either (seconds): a hung rank ends the job within it
-DEFAULT_TIMEOUT = 60.0
+#: the collective timeout without either (seconds): a hung rank ends the job within it plus
+#: a few seconds of teardown, under a minute
+DEFAULT_TIMEOUT = 45.0
 
 
 def engine_module(bk: Any) -> Engine | None:
@@ -127,7 +128,7 @@ def _env_int(name: str, given: int | None) -> int | None:
 
 
 def _timeout(given: float | None) -> float:
-    """The collective timeout in seconds: ``given``, else ``MULTIDEV_DIST_TIMEOUT``, else 60."""
+    """The collective timeout in seconds: ``given``, else ``MULTIDEV_DIST_TIMEOUT``, else 45."""
     if given is None:
         text = os.environ.get(TIMEOUT_ENV, "").strip()
         if not text:
@@ -175,7 +176,7 @@ def init_process_group(
     rank 0 of 1. ``backend`` picks the engine's
     transport where it has several (``"gloo"`` or ``"nccl"`` on torch and paddle; default:
     NCCL when this process has a GPU, else gloo). ``timeout`` (seconds; default
-    ``MULTIDEV_DIST_TIMEOUT``, else 60) bounds the start-up meeting and every wait of a
+    ``MULTIDEV_DIST_TIMEOUT``, else 45) bounds the start-up meeting and every wait of a
     collective for the other ranks: a rank that stopped or hangs makes the others fail
     within it (Paddle's gloo keeps its own 30 s per collective; MXNet's kvstore, which has
     no timeout, ends the waiting worker with exit code 1). Call it first thing in the script

@@ -114,7 +114,10 @@ def check_arguments(
             "received none"
         )
     try:
-        socket.getaddrinfo(master_addr, None, socket.AF_INET)
+        # only node 0 must resolve it now: another node's meeting retries until
+        # --rdzv-timeout (node 0's name may appear later, as a Kubernetes pod's DNS record)
+        if node_rank == 0 or not isinstance(master_addr, str) or not master_addr:
+            socket.getaddrinfo(master_addr, None, socket.AF_INET)
     except (OSError, UnicodeError, ValueError) as e:
         raise ValueError(
             f"expected --master-addr to be an IPv4 address or a host name that resolves, "
