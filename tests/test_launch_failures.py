@@ -238,3 +238,49 @@ def test_a_port_in_use_is_an_error_that_names_it(tmp_path: Path, how: str) -> No
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert str(port) in out and ("in use" in out or "EADDRINUSE" in out), out
+
+
+WAITING = """
+import os, sys, time
+from multidev import distributed as dist
+
+dist.init_process_group()
+with open(os.path.join(sys.argv[1], str(dist.get_rank())), "w") as f:
+    f.write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(BK != "tensorflow", reason="TensorFlow's coordination service took SIGTERM")
+def test_sigterm_ends_tensorflow_workers_without_waiting_for_sigkill(tmp_path: Path) -> None:
+    """SIGTERM to the launcher stops workers that joined a TensorFlow process group: the
+    preemption notifier of TensorFlow's coordination service used to take SIGTERM and only
+    log it, so the launcher waited out --stop-timeout (here 600 s, past the test's bound)
+    before its SIGKILL."""
+    script = tmp_path / "waiting.py"
+    script.write_text(WAITING)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", "2"]
+    launcher = subprocess.Popen(
+        [*cmd, "--stop-timeout", "600", str(script), str(pids)],
+        env=_env(),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while len(list(pids.iterdir())) < 2:
+            assert launcher.poll() is None, "the launcher ended early"
+            assert time.monotonic() < deadline, "the workers did not start in time"
+            time.sleep(0.2)
+        time.sleep(0.5)  # the pid files are written whole
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(RUN_TIMEOUT) == 128 + signal.SIGTERM
+    finally:
+        _kill_recorded(pids)
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait()
