@@ -476,8 +476,8 @@ class _Output:
         prefix = f"[{name}] " if name else ""
         with self.lock:
             tail = self.tails.get(name)
-            if tail is None:
-                tail = self.tails[name] = collections.deque(maxlen=TAIL_LINES)
+            if tail is None:  # a framework launcher's report of a failure may be longer
+                tail = self.tails[name] = collections.deque(maxlen=TAIL_LINES if name else 200)
             tail.extend(text)
             if self.console:
                 self.out.write("".join(f"{prefix}{line}\n" for line in text))
