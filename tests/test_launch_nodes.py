@@ -52,9 +52,40 @@ def test_the_launchers_of_three_nodes_agree_on_every_address():
 def test_a_node_whose_master_never_comes_is_a_clear_error_in_bounded_time():
     port = free_port()
     start = time.monotonic()
-    with pytest.raises(dist.DistributedError, match="Expected the launchers of all 2 nodes"):
+    with pytest.raises(dist.DistributedError, match=r"Expected node 0's launcher .* node 0\."):
         node_addresses(2, 1, "127.0.0.1", port, timeout=1.0)
     assert time.monotonic() - start < 30
+
+
+def test_node_0_names_the_nodes_that_did_not_come():
+    """Node 0 of 3 meets node 1; node 2 never comes: node 0's error names node 2, node 1's
+    says that node 0 answered."""
+    port = free_port()
+    with pytest.raises(dist.DistributedError) as caught:
+        _nodes(2, lambda r: node_addresses(3, r, "127.0.0.1", port, timeout=2.0))
+    assert "Received: nodes 0, 1 (2 s passed); missing: node 2." in str(caught.value)
+
+
+def test_a_foreign_listener_on_the_port_is_not_taken_for_node_0():
+    """Node 1 first finds another program on the port (a store of an earlier attempt, say),
+    which never answers: it tries again until node 0's launcher listens there."""
+    import socket
+
+    port = free_port()
+    foreign = socket.socket()
+    foreign.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    foreign.bind(("127.0.0.1", port))
+    foreign.listen(4)
+    got: list[list[str]] = []
+    node1 = threading.Thread(
+        target=lambda: got.append(node_addresses(2, 1, "127.0.0.1", port, timeout=60))
+    )
+    node1.start()
+    time.sleep(1.0)  # node 1 has connected to the foreign listener
+    foreign.close()
+    assert node_addresses(2, 0, "127.0.0.1", port, timeout=60) == ["127.0.0.1"] * 2
+    node1.join(60)
+    assert got == [["127.0.0.1"] * 2]
 
 
 def test_one_node_needs_no_meeting():
@@ -69,7 +100,7 @@ def test_workers_of_several_machines_are_listed_node_by_node():
     from multidev_tensorflow.distributed import cluster_workers
 
     got = cluster_workers(["10.0.0.1", "10.0.0.2"], 2, 29500)
-    assert got == ["10.0.0.1:29501", "10.0.0.1:29502", "10.0.0.2:29501", "10.0.0.2:29502"]
+    assert got == ["10.0.0.1:29501", "10.0.0.1:29502", "10.0.0.2:29503", "10.0.0.2:29504"]
 
 
 @tf_only
@@ -85,7 +116,7 @@ def test_tf_config_for_two_nodes_of_two_processes_names_all_four_workers():
     )
     configs = [json.loads(env["TF_CONFIG"]) for envs in per_node for env in envs]
     assert len(configs) == 4
-    workers = [f"127.0.0.1:{port + 1 + i}" for _ in range(2) for i in range(2)]
+    workers = [f"127.0.0.1:{port + 1 + r}" for r in range(4)]
     for rank, config in enumerate(configs):
         assert config["cluster"] == {"worker": workers}
         assert config["task"] == {"type": "worker", "index": rank}

@@ -149,6 +149,9 @@ def test_a_second_signal_during_the_teardown_does_not_cut_it_short(launcher):
         (["--master-port", "-1"], "--master-port in [0, 65535]"),
         (["--nnodes", "0"], "--nnodes >= 1"),
         (["--stop-timeout", "-1"], "--stop-timeout"),
+        (["--max-restarts", "-1"], "--max-restarts in [0, "),
+        (["--rdzv-timeout", "0"], "--rdzv-timeout in (0, 86400]"),
+        (["--log-dir", sys.executable], "--log-dir to be a folder"),
         (["MISSING"], "no such file"),
     ],
 )

@@ -1,13 +1,26 @@
 """What differs on MXNet for ``md.distributed`` and ``md.parallel``: the ``dist_sync``
 kvstore (its scheduler and server processes started by ``multidev launch`` from the
-``DMLC_*`` variables), and the ``device`` kvstore for sums across one process's contexts."""
+``DMLC_*`` variables), and the ``device`` kvstore for sums across one process's contexts.
+
+The kvstore (ps-lite) waits forever: for a push that a stopped or hung worker never sends,
+and, when the kvstore is freed at exit, at a barrier of every worker, so that a worker whose
+script raised never exited while the others waited for it. Here a worker whose script raises
+ends at once (exit code 1, after its traceback), a collective that has not completed within
+the group's timeout ends the worker with exit code 1 and a message (``_Watchdog``), and the
+kvstore is freed before the interpreter shuts down, under the same watchdog."""
 
 from __future__ import annotations
 
+import atexit
+import collections
 import ctypes
 import os
 import sys
+import threading
+import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import mxnet as mx
@@ -104,9 +117,84 @@ def _arrays(out: Any) -> list[Any]:
     return [out]
 
 
+class _Watchdog:
+    """Ends this worker (exit code 1, after a message naming its rank and the bound) when a
+    collective has not completed within ``timeout`` seconds: ps-lite has no timeout of its
+    own, so a worker that stopped or hung left the others waiting forever. The kvstore's
+    collectives return before their result arrives: a thread of the watchdog waits for each
+    result in turn (the array its pull writes, ``watch``), and a call that waits in the
+    calling thread (a barrier, a key's init, the kvstore's release) marks itself with
+    ``blocking``. A second thread checks a few times a second how long the oldest wait has
+    lasted. Both are Python threads that wait in MXNet's C calls, which release the GIL."""
+
+    def __init__(self, rank: int, timeout: float) -> None:
+        self.rank = rank
+        self.timeout = timeout
+        self._cv = threading.Condition()
+        self._results: collections.deque[tuple[str, Any]] = collections.deque()
+        #: what is being waited for -> (its name, since when)
+        self._waits: dict[object, tuple[str, float]] = {}
+        for target in (self._wait_results, self._check):
+            threading.Thread(target=target, name="multidev-kvstore-watchdog", daemon=True).start()
+
+    def watch(self, what: str, x: Any) -> None:
+        """Count the wait for ``x`` (an array a collective writes) against the timeout."""
+        with self._cv:
+            self._results.append((what, x))
+            self._cv.notify()
+
+    @contextmanager
+    def blocking(self, what: str) -> Iterator[None]:
+        """Count the time the calling thread spends inside the block against the timeout."""
+        token = object()
+        self._waits[token] = (what, time.monotonic())
+        try:
+            yield
+        finally:
+            del self._waits[token]
+
+    def _wait_results(self) -> None:
+        while True:
+            with self._cv:
+                while not self._results:
+                    self._cv.wait()
+                what, x = self._results.popleft()
+            with self.blocking(what):
+                try:
+                    x.wait_to_read()
+                except mx.base.MXNetError:  # raised again where the program reads the array
+                    pass
+            del x
+
+    def _check(self) -> None:
+        while True:
+            time.sleep(min(0.5, self.timeout / 4))
+            now = time.monotonic()
+            late = [w for w in list(self._waits.values()) if now - w[1] > self.timeout]
+            if late:
+                self._fail(late[0][0])
+
+    def _fail(self, what: str) -> None:
+        message = (
+            f"multidev.distributed.DistributedError: Expected every worker to take part in the "
+            f"kvstore's {what} within {self.timeout:g} s. Received: no result after "
+            f"{self.timeout:g} s on rank {self.rank} (another worker stopped or hangs). Ending "
+            "this worker with exit code 1. If a rank may wait longer for the others (writing "
+            "a checkpoint), raise the bound: init_process_group(timeout=...) or "
+            "MULTIDEV_DIST_TIMEOUT.\n"
+        )
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.write(2, message.encode())
+        os._exit(1)
+
+
 class _DistKVStore(mx.kvstore.KVStore):
-    """MXNet's ``dist_sync`` kvstore (``group().kv``), whose ``broadcast`` returns once its
-    pull has arrived.
+    """MXNet's ``dist_sync`` kvstore (``group().kv``), whose waits for the other workers are
+    bounded by the group's ``_Watchdog`` (``_watchdog``), and whose ``broadcast`` returns once
+    its pull has arrived.
 
     A gluon ``Trainer`` broadcasts its parameters through the kvstore at its first step (init,
     then pull, keys 0, 1, …) and, with ``update_on_kvstore=False``, then pushes and pulls the
@@ -118,24 +206,80 @@ class _DistKVStore(mx.kvstore.KVStore):
     Waiting for the pull before the Trainer pushes makes each rank read the parameters: the
     server replaces them only once every rank has pushed."""
 
+    _watchdog: _Watchdog
+    handle: Any
+
+    def _watch(self, what: str, out: Any) -> None:
+        arrays = _arrays(out)
+        if arrays:  # the last written: the others arrive with it or before
+            self._watchdog.watch(what, arrays[-1])
+
+    def init(self, key: Any, value: Any) -> None:
+        with self._watchdog.blocking("init"):  # a dist kvstore's init waits for every worker
+            super().init(key, value)
+
+    def pull(self, key: Any, out: Any = None, priority: int = 0, ignore_sparse: bool = True):
+        super().pull(key, out, priority, ignore_sparse)
+        self._watch("pull", out)
+
+    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
+        super().pushpull(key, value, out, priority)
+        self._watch("pushpull", value if out is None else out)
+
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
-        super().broadcast(key, value, out, priority)
-        for a in _arrays(out):
-            a.wait_to_read()
+        with self._watchdog.blocking("broadcast"):
+            super().broadcast(key, value, out, priority)
+            for a in _arrays(out):
+                a.wait_to_read()
+
+    def _barrier(self) -> None:
+        with self._watchdog.blocking("barrier"):
+            super()._barrier()
+
+    def release(self) -> None:
+        """Free the C kvstore now, under the watchdog (a worker waits there for every other
+        worker), instead of when the interpreter shuts down, where no Python thread runs."""
+        if not self.handle:
+            return
+        with self._watchdog.blocking("barrier at exit"):
+            mx.base.check_call(mx.base._LIB.MXKVStoreFree(self.handle))
+        self.handle = mx.base.KVStoreHandle()  # freed: ``__del__`` frees a null handle
+
+
+def _exit_on_error(previous: Any) -> Any:
+    """A ``sys.excepthook`` that reports the exception as ``previous`` does, then ends the
+    process with exit code 1 at once: the interpreter's shutdown would free the kvstore,
+    which waits for every other worker (which wait for this one)."""
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        previous(kind, value, tb)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(1)
+
+    return hook
 
 
 class MXNetGroup(Group):
     """A ``dist_sync`` kvstore: an all-reduce is a push (the server sums every worker's
-    value) then a pull into the same array. Ranks are the kvstore's own numbering."""
+    value) then a pull into the same array. Ranks are the launcher's (``RANK``), which name
+    the workers in its output and its summary: the kvstore numbers its workers in the order
+    they reach the scheduler (``kv.rank``), which only decides whose value ``kv.init`` keeps."""
 
-    def __init__(self, kv: Any, local_rank: int) -> None:
+    def __init__(self, kv: _DistKVStore, rank: int, local_rank: int) -> None:
         gpu = local_rank < mx.context.num_gpus()
         device = Device("gpu", local_rank) if gpu else Device("cpu", 0)
-        super().__init__(kv.rank, kv.num_workers, local_rank, device)
+        super().__init__(rank, kv.num_workers, local_rank, device)
         self.engine = kv.type
         self.kv = kv
         self._key = _Keys(kv)
         self._pushes: dict[tuple, _PushPull] = {}
+        self._previous_hook = sys.excepthook
+        self._hook = sys.excepthook = _exit_on_error(self._previous_hook)
+        atexit.register(self.close)
 
     def all_reduce(self, x: Any) -> Any:
         """The sum over the workers, pulled into ``x``. The kvstore's server sums floating-point
@@ -173,6 +317,7 @@ class MXNetGroup(Group):
                 self.kv.handle, n, plan.ckeys, n, plan.ckeys, plan.handles, plan.handles, 0
             )
         )
+        self.kv._watch("pushpull", xs)
         scale = [repr(1.0 / self.world_size)]
         for x in xs:
             invoke(_MUL_SCALAR, [x], _SCALAR, scale, x)
@@ -180,6 +325,14 @@ class MXNetGroup(Group):
 
     def barrier(self) -> None:
         self.kv._barrier()
+
+    def close(self) -> None:
+        """Leave the job: free the kvstore (a barrier of every worker, bounded by the
+        timeout); an exception after it ends the process as usual. Runs at exit too."""
+        atexit.unregister(self.close)
+        self.kv.release()
+        if sys.excepthook is self._hook:
+            sys.excepthook = self._previous_hook
 
 
 class _RecordedSum(mx.autograd.Function):
@@ -235,12 +388,13 @@ def start(job: Job) -> MXNetGroup:
             "Start the workers with `multidev launch`, which starts the scheduler and the server."
         ) from e
     kv.__class__ = _DistKVStore  # the same C kvstore; see _DistKVStore
+    kv._watchdog = _Watchdog(job.rank, job.timeout)
     if kv.num_workers != job.world_size:
         raise DistributedError(
             f"Expected {job.world_size} workers. Received: a kvstore with {kv.num_workers}. Give "
             "every worker the same WORLD_SIZE."
         )
-    return MXNetGroup(kv, job.local_rank)
+    return MXNetGroup(kv, job.rank, job.local_rank)
 
 
 def helper_processes(

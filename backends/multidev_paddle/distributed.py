@@ -89,6 +89,13 @@ def start(job: Job) -> PaddleGroup:
         os.environ.update(FLAGS_selected_gpus=str(job.local_rank))
         paddle.set_device(f"gpu:{job.local_rank}")
     if job.world_size > 1:
+        if job.rank == 0 and job.endpoints is None:
+            from multidev.distributed.launch import check_port
+
+            # Paddle's store aborts the process (libuv) on a port in use, without its number
+            check_port(job.master_port, "Paddle's store on rank 0 (MASTER_PORT)")
+        if engine == "nccl":  # the NCCL process group's own timeout (gloo keeps 30 s)
+            os.environ.setdefault("PADDLE_PG_TIMEOUT", str(int(job.timeout * 1000)))
         try:
             pdist.init_parallel_env()
         except (RuntimeError, ValueError, AssertionError) as e:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from typing import Any
 
 import tensorflow as tf
@@ -171,6 +173,7 @@ def start(job: Job) -> TFGroup:
             f"{job.master_addr}:{job.master_port + i}" for i in range(job.world_size)
         ]
         os.environ["TF_CONFIG"] = _tf_config(workers, job.rank)
+    _check_own_port(os.environ["TF_CONFIG"], job.rank)
     impl = {
         None: tf.distribute.experimental.CommunicationImplementation.AUTO,
         "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
@@ -180,6 +183,8 @@ def start(job: Job) -> TFGroup:
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=impl, timeout_seconds=job.timeout
     )
+    main = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except (RuntimeError, ValueError) as e:
@@ -187,6 +192,12 @@ def start(job: Job) -> TFGroup:
             f"Expected to configure TensorFlow's collectives before anything else ran. "
             f"Received: {e}. Call md.distributed.init_process_group() first in the script."
         ) from e
+    finally:
+        if main and sigterm is not None:
+            # the coordination service's preemption notifier takes SIGTERM and only logs it,
+            # so a worker that a launcher or scheduler stops ran on until SIGKILL: give
+            # SIGTERM back what it did before (by default, end the process)
+            signal.signal(signal.SIGTERM, sigterm)
     ctx = strategy.cluster_resolver
     chiefs = len(ctx.cluster_spec().as_dict().get("chief", []))  # a chief is rank 0
     task_rank = ctx.task_id + (chiefs if ctx.task_type == "worker" else 0)
@@ -199,11 +210,30 @@ def start(job: Job) -> TFGroup:
     return TFGroup(strategy, job.rank, job.world_size, job.local_rank, device, job.timeout)
 
 
+def _check_own_port(tf_config: str, rank: int) -> None:
+    """A DistributedError naming this worker's port (from ``TF_CONFIG``) when another process
+    listens on it: TensorFlow's own error ("Could not start gRPC server") does not name it."""
+    from multidev.distributed.launch import check_port
+
+    try:
+        config = json.loads(tf_config)
+        task = config["task"]
+        port = int(str(config["cluster"][task["type"]][int(task["index"])]).rsplit(":", 1)[1])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return  # TensorFlow's own check reports a malformed TF_CONFIG
+    check_port(port, f"TensorFlow worker {rank} (its TF_CONFIG entry)")
+
+
 def cluster_workers(node_addrs: list[str], nproc_per_node: int, master_port: int) -> list[str]:
-    """Every worker's ``host:port`` on several machines, in rank order: node ``r``'s workers at
-    ``node_addrs[r]``, ports ``master_port + 1`` … ``master_port + nproc_per_node`` (node 0's
-    launcher meets the others on ``master_port`` itself)."""
-    return [f"{a}:{master_port + 1 + i}" for a in node_addrs for i in range(nproc_per_node)]
+    """Every worker's ``host:port`` on several machines, in rank order: rank ``r`` at its
+    node's address, port ``master_port + 1 + r`` (node 0's launcher meets the others on
+    ``master_port`` itself; a port per rank, not per local rank, so that nodes sharing an
+    address, as on loopback, do not collide)."""
+    return [
+        f"{a}:{master_port + 1 + n * nproc_per_node + i}"
+        for n, a in enumerate(node_addrs)
+        for i in range(nproc_per_node)
+    ]
 
 
 def worker_envs(

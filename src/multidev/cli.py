@@ -121,6 +121,7 @@ def plot(args: argparse.Namespace) -> int:
 def launch(args: argparse.Namespace) -> int:
     """Start the workers of a data-parallel job (see ``multidev.distributed.launch``); a
     usage error is argparse's one line and exit code 2, before anything starts."""
+    from .distributed.group import DistributedError
     from .distributed.launch import check_arguments
     from .distributed.launch import launch as _launch
 
@@ -133,19 +134,30 @@ def launch(args: argparse.Namespace) -> int:
             master_addr=args.master_addr,
             master_port=args.master_port,
             stop_timeout=args.stop_timeout,
+            max_restarts=args.max_restarts,
+            log_dir=args.log_dir,
+            rdzv_timeout=args.rdzv_timeout,
         )
     except ValueError as e:
         args.parser.error(str(e))
-    return _launch(
-        [args.script, *args.script_args],
-        nproc_per_node=args.nproc_per_node,
-        nnodes=args.nnodes,
-        node_rank=args.node_rank,
-        master_addr=args.master_addr,
-        master_port=args.master_port,
-        backend=args.backend,
-        stop_timeout=args.stop_timeout,
-    )
+    try:
+        return _launch(
+            [args.script, *args.script_args],
+            nproc_per_node=args.nproc_per_node,
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            master_addr=args.master_addr,
+            master_port=args.master_port,
+            backend=args.backend,
+            stop_timeout=args.stop_timeout,
+            max_restarts=args.max_restarts,
+            log_dir=args.log_dir,
+            tee=args.tee,
+            rdzv_timeout=args.rdzv_timeout,
+        )
+    except DistributedError as e:  # the nodes did not meet, a port is taken: one line
+        print(f"multidev launch: {e}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run a script as N worker processes per machine (md.distributed)",
         description="Run SCRIPT as --nproc-per-node workers of this machine, through the "
         "backend's own launcher where it has one; lines are prefixed with the rank; exits 1 "
-        "(stopping the others) when a worker fails. SIGINT/SIGTERM/SIGHUP stop every worker "
-        "(SIGKILL after --stop-timeout) and exit 128 + the signal. Usage errors exit 2.",
+        "(stopping the others, on every node) when a worker fails, with a summary of the first "
+        "failure. SIGINT/SIGTERM/SIGHUP stop every worker (SIGKILL after --stop-timeout) and "
+        "exit 128 + the signal. Usage errors exit 2.",
     )
     la.add_argument("--nproc-per-node", type=int, default=1, help="workers on this machine")
     la.add_argument("--nnodes", type=int, default=1, help="machines in the job")
@@ -200,6 +213,28 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=10.0,
         help="seconds between SIGTERM and SIGKILL when stopping the workers",
+    )
+    la.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        help="start the whole group again after a failure, up to N times (workers read the "
+        "attempt in MULTIDEV_RESTART_COUNT and resume from their checkpoint)",
+    )
+    la.add_argument(
+        "--log-dir",
+        help="keep one log file per rank here (rank_<r>.log); the console then shows only the "
+        "launcher's lines unless --tee",
+    )
+    la.add_argument(
+        "--tee", action="store_true", help="with --log-dir, write worker lines to the console too"
+    )
+    la.add_argument(
+        "--rdzv-timeout",
+        type=float,
+        default=300.0,
+        help="seconds the nodes' launchers wait for each other before an error naming the "
+        "missing nodes (default 300)",
     )
     la.add_argument("script", help="the training script")
     la.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")

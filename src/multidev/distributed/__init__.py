@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import os
 from typing import Any
 
@@ -55,6 +56,13 @@ __all__ = [
 ]
 
 _group: Group | None = None
+
+#: the environment variable that sets the collective timeout (seconds) where the script
+#: passes none to ``init_process_group``
+TIMEOUT_ENV = "MULTIDEV_DIST_TIMEOUT"
+#: the collective timeout without either (seconds): a hung rank ends the job within it plus
+#: a few seconds of teardown, under a minute
+DEFAULT_TIMEOUT = 45.0
 
 
 def engine_module(bk: Any) -> Engine | None:
@@ -119,6 +127,36 @@ def _env_int(name: str, given: int | None) -> int | None:
         ) from None
 
 
+def _timeout(given: float | None) -> float:
+    """The collective timeout in seconds: ``given``, else ``MULTIDEV_DIST_TIMEOUT``, else 45."""
+    if given is None:
+        text = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not text:
+            return DEFAULT_TIMEOUT
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise DistributedError(
+                f"Expected a number of seconds > 0 in {TIMEOUT_ENV}. Received: {text!r}. Set it "
+                f"to the longest time a rank may wait for the others (default {DEFAULT_TIMEOUT:g})."
+            )
+        return value
+    if (
+        isinstance(given, bool)
+        or not isinstance(given, (int, float))
+        or not math.isfinite(given)
+        or given <= 0
+    ):
+        raise ValueError(
+            f"Expected timeout= a number of seconds > 0. Received: {given!r}. Pass the longest "
+            "time a rank may wait for the others, or None for MULTIDEV_DIST_TIMEOUT or "
+            f"{DEFAULT_TIMEOUT:g} s."
+        )
+    return float(given)
+
+
 def init_process_group(
     backend: str | None = None,
     *,
@@ -127,7 +165,7 @@ def init_process_group(
     local_rank: int | None = None,
     master_addr: str | None = None,
     master_port: int | None = None,
-    timeout: float = 60.0,
+    timeout: float | None = None,
 ) -> None:
     """Join the group of worker processes through the active backend's engine.
 
@@ -137,8 +175,11 @@ def init_process_group(
     launcher variables (see ``multidev.distributed.env``); with none of them the process is
     rank 0 of 1. ``backend`` picks the engine's
     transport where it has several (``"gloo"`` or ``"nccl"`` on torch and paddle; default:
-    NCCL when this process has a GPU, else gloo). ``timeout`` (seconds) bounds every wait
-    for the other ranks where the engine allows it. Call it first thing in the script
+    NCCL when this process has a GPU, else gloo). ``timeout`` (seconds; default
+    ``MULTIDEV_DIST_TIMEOUT``, else 45) bounds the start-up meeting and every wait of a
+    collective for the other ranks: a rank that stopped or hangs makes the others fail
+    within it (Paddle's gloo keeps its own 30 s per collective; MXNet's kvstore, which has
+    no timeout, ends the waiting worker with exit code 1). Call it first thing in the script
     (TensorFlow must configure its collectives before other work). Raises DistributedError
     when called twice, with an inconsistent rank and world size, or when a launcher's
     variables are present but incomplete (never a silent world of one); BackendError on a
@@ -150,6 +191,7 @@ def init_process_group(
             "Expected init_process_group() once per process. Received: a second call. "
             "Call destroy_process_group() first to start a new group."
         )
+    seconds = _timeout(timeout)
     endpoints = None
     world: int | None
     local: int | None
@@ -193,7 +235,7 @@ def init_process_group(
             master_addr=addr,
             master_port=port,
             backend=backend,
-            timeout=float(timeout),
+            timeout=seconds,
             endpoints=endpoints,
         )
     )

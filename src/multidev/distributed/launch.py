@@ -9,7 +9,21 @@ line without its end yet): the launcher reads each stream of each worker on its 
 writes complete lines only. torchrun's workers write into files (``--redirects=3``), which
 the launcher follows the same way.
 When a worker fails the others are stopped (SIGTERM, then SIGKILL after ``stop_timeout``
-seconds) and the launcher returns 1, naming the rank and how it ended. Stopping reaches every
+seconds) and the launcher returns 1 with a summary of the first failure: the rank, its node,
+its exit code or signal, and the last lines of its output (torchrun's own report names the
+rank for torch). With ``max_restarts`` the whole group is started again after a failure, up
+to that many times, each worker told the attempt in ``MULTIDEV_RESTART_COUNT`` (0 first) so
+that it resumes from its last checkpoint. ``log_dir`` keeps one file per rank
+(``rank_<r>.log``, MXNet's ``scheduler.log`` and ``server.log``, torchrun's own
+``launcher.log``), appended to by every attempt; the console then shows only the launcher's
+own lines unless ``tee``.
+
+On several machines (``nnodes > 1``) the launchers first meet at node 0's
+``master_addr:master_port`` (within ``rdzv_timeout`` seconds, else an error naming the nodes
+that did not come) and keep those connections open while the workers run: a node whose
+workers fail, or whose launcher ends, tells node 0, which tells every other node, and each
+stops its workers at once; every launcher's summary names the first failure and its node.
+Stopping reaches every
 process the launcher started and all their descendants, in whatever process group or session
 they run (torchrun starts its workers in sessions of their own): the process tree is read from
 ``/proc`` before the SIGTERM and again before the SIGKILL. SIGTERM, SIGHUP and SIGINT to the
@@ -19,9 +33,12 @@ further signals during that teardown are ignored, so that it always completes.
 
 from __future__ import annotations
 
+import collections
+import errno
 import glob
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,10 +53,25 @@ from typing import IO, Any
 
 from .. import registry
 
-__all__ = ["MAX_NPROC_PER_NODE", "Proc", "check_arguments", "free_port", "launch", "node_addresses"]
+__all__ = [
+    "MAX_NPROC_PER_NODE",
+    "Failure",
+    "Proc",
+    "check_arguments",
+    "check_port",
+    "free_port",
+    "launch",
+    "node_addresses",
+]
 
 #: the most worker processes one node may start (a typo such as 100000 is refused, not planned)
 MAX_NPROC_PER_NODE = 1024
+#: the most restarts of the group (a typo such as 1000000 is refused)
+MAX_RESTARTS = 1000
+#: lines of each process's output kept for the failure summary
+TAIL_LINES = 20
+#: the environment variable that tells each worker which attempt it runs (0: the first)
+RESTART_ENV = "MULTIDEV_RESTART_COUNT"
 
 
 def check_arguments(
@@ -51,6 +83,9 @@ def check_arguments(
     master_port: int = 0,
     stop_timeout: float = 10.0,
     script_must_exist: bool = True,
+    max_restarts: int = 0,
+    log_dir: str | None = None,
+    rdzv_timeout: float = 300.0,
 ) -> None:
     """Raise ValueError (one line: what was expected, what was received) for arguments
     ``launch`` cannot run with; nothing is started. ``script_must_exist``: the script must be
@@ -79,7 +114,10 @@ def check_arguments(
             "received none"
         )
     try:
-        socket.getaddrinfo(master_addr, None, socket.AF_INET)
+        # only node 0 must resolve it now: another node's meeting retries until
+        # --rdzv-timeout (node 0's name may appear later, as a Kubernetes pod's DNS record)
+        if node_rank == 0 or not isinstance(master_addr, str) or not master_addr:
+            socket.getaddrinfo(master_addr, None, socket.AF_INET)
     except (OSError, UnicodeError, ValueError) as e:
         raise ValueError(
             f"expected --master-addr to be an IPv4 address or a host name that resolves, "
@@ -87,6 +125,20 @@ def check_arguments(
         ) from None
     if not isinstance(stop_timeout, (int, float)) or not 0 <= stop_timeout <= 3600:
         raise ValueError(f"expected --stop-timeout in [0, 3600] seconds, received {stop_timeout!r}")
+    if not _int(max_restarts) or not 0 <= max_restarts <= MAX_RESTARTS:
+        raise ValueError(
+            f"expected --max-restarts in [0, {MAX_RESTARTS}], received {max_restarts!r}"
+        )
+    if not isinstance(rdzv_timeout, (int, float)) or not 0 < rdzv_timeout <= 86400:
+        raise ValueError(
+            f"expected --rdzv-timeout in (0, 86400] seconds, received {rdzv_timeout!r}"
+        )
+    if log_dir is not None and (
+        not log_dir or (os.path.exists(log_dir) and not os.path.isdir(log_dir))
+    ):
+        raise ValueError(
+            f"expected --log-dir to be a folder (made if missing), received {log_dir!r}"
+        )
     if not argv:
         raise ValueError("expected a script to run, received none")
     if script_must_exist and not os.path.isfile(argv[0]):
@@ -100,91 +152,247 @@ def free_port(addr: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _own_address(master_addr: str, master_port: int) -> str:
-    """The address of this machine on the route to ``master_addr`` (what the others reach)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect((master_addr, master_port))
-        return str(s.getsockname()[0])
+def check_port(port: int, what: str) -> None:
+    """Raise DistributedError naming ``port`` when a process of this machine already listens
+    on it, before a framework fails on it with an error that does not name it (Paddle's libuv
+    abort, TensorFlow's "Could not start gRPC server"). Other bind errors are left to the
+    framework."""
+    from .group import DistributedError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as the frameworks do: a port whose last connections are in TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("", port))
+            s.listen(1)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                return
+            raise DistributedError(
+                f"Expected port {port} of this machine to be free for {what}. Received: "
+                f"{e.strerror} (another process listens on it: an earlier job still running?). "
+                "Choose another --master-port (MASTER_PORT), or stop that process."
+            ) from None
+
+
+class _Link:
+    """One connection between two nodes' launchers: JSON objects, one a line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.file = sock.makefile("rb")
+        self.lock = threading.Lock()
+
+    def send(self, obj: Any) -> None:
+        data = (json.dumps(obj) + "\n").encode()
+        with self.lock:
+            self.sock.sendall(data)
+
+    def recv(self, timeout: float | None) -> Any:
+        """The next object; ValueError at the end of the stream or on a foreign line."""
+        self.sock.settimeout(timeout)
+        line = self.file.readline()
+        if not line:
+            raise ValueError("the connection was closed")
+        return json.loads(line)
+
+    def keep_open(self) -> None:
+        """Blocking reads from now on, and a machine that vanishes noticed within about 25 s
+        (TCP keepalive; a launcher that ends closes its side at once)."""
+        self.sock.settimeout(None)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, name):
+                self.sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+
+    def close(self) -> None:
+        # shut down first: a thread blocked reading the link gets its end (and lets go of the
+        # file's lock, which closing the file waits for)
+        for closing in (lambda: self.sock.shutdown(socket.SHUT_RDWR), self.sock.close):
+            try:
+                closing()
+            except OSError:
+                pass
+        self.file.close()
+
+
+#: what a launcher sends first, so that node 0 tells its own kind from a foreign connection
+_HELLO = "multidev-launch"
+#: seconds a connection has to say who it is (node 0) or answer (the others)
+_GREETING_TIMEOUT = 5.0
+
+
+class _Deadline(Exception):
+    """The nodes' meeting ran out of time."""
+
+
+def _meet(
+    nnodes: int, node_rank: int, master_addr: str, master_port: int, timeout: float
+) -> tuple[list[str], dict[int, _Link]]:
+    """Every node's address, in node order, and the links to the other launchers that stay
+    open while the workers run (node 0: one to each other node; the others: one to node 0).
+    Node 0 listens on ``master_addr:master_port`` until every node has said who it is, then
+    tells each the whole list. Raises DistributedError naming the nodes that did not come
+    within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Deadline
+        return remaining
+
+    if node_rank == 0:
+        return _gather(nnodes, master_addr, master_port, timeout, left)
+    return _join(nnodes, node_rank, master_addr, master_port, timeout, left)
+
+
+def _meeting_error(text: str) -> Exception:
+    from .group import DistributedError
+
+    return DistributedError(
+        f"{text} Start `multidev launch` on every node with the same --nnodes, --master-addr "
+        "and --master-port, each with its own --node-rank, and let that port through (or "
+        "raise --rdzv-timeout)."
+    )
+
+
+def _gather(
+    nnodes: int, master_addr: str, master_port: int, timeout: float, left: Callable[[], float]
+) -> tuple[list[str], dict[int, _Link]]:
+    from .group import DistributedError
+
+    addrs: dict[int, str] = {0: master_addr}
+    links: dict[int, _Link] = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            server.bind((master_addr, master_port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                check_port(master_port, "the launchers' meeting (--master-port)")
+            raise DistributedError(
+                f"Expected to listen on {master_addr}:{master_port} (--master-addr, "
+                f"--master-port) on node 0. Received: {e}. Give node 0's own address."
+            ) from None
+        server.listen(nnodes + 4)
+        try:
+            while len(addrs) < nnodes:
+                server.settimeout(left())
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    continue  # left() decides
+                link = _Link(conn)
+                try:  # a connection that does not say who it is in time is not a launcher
+                    hello = link.recv(min(_GREETING_TIMEOUT, left()))
+                    node, addr = int(hello["node"]), str(hello["addr"])
+                    if hello.get("hello") != _HELLO or not 0 < node < nnodes or node in addrs:
+                        raise ValueError(f"an unexpected greeting {hello!r}")
+                    link.send({"hello": _HELLO})
+                except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    link.close()
+                    continue
+                addrs[node], links[node] = addr, link
+            order = [addrs[r] for r in range(nnodes)]
+            for link in links.values():
+                link.send({"nodes": order})
+        except (_Deadline, OSError) as e:
+            for link in links.values():
+                link.close()
+            missing = ", ".join(str(r) for r in range(nnodes) if r not in addrs)
+            came = ", ".join(str(r) for r in sorted(addrs))
+            why = f"{timeout:g} s passed" if isinstance(e, _Deadline) else str(e)
+            raise _meeting_error(
+                f"Expected the launchers of all {nnodes} nodes at {master_addr}:{master_port} "
+                f"within {timeout:g} s (--rdzv-timeout). Received: nodes {came} ({why}); "
+                f"missing: node {missing}."
+            ) from None
+    for link in links.values():
+        link.keep_open()
+    return order, links
+
+
+def _join(
+    nnodes: int,
+    node_rank: int,
+    master_addr: str,
+    master_port: int,
+    timeout: float,
+    left: Callable[[], float],
+) -> tuple[list[str], dict[int, _Link]]:
+    from .group import DistributedError
+
+    problem = "no answer"
+    try:
+        while True:  # until node 0's launcher answers
+            try:
+                conn = socket.create_connection(
+                    (master_addr, master_port), timeout=min(_GREETING_TIMEOUT, left())
+                )
+            except OSError as e:  # node 0 not listening yet
+                problem = str(e) or type(e).__name__
+                time.sleep(min(0.5, left()))
+                continue
+            link = _Link(conn)
+            try:
+                mine = str(conn.getsockname()[0])
+                link.send({"hello": _HELLO, "node": node_rank, "addr": mine})
+                if link.recv(min(_GREETING_TIMEOUT, left())).get("hello") != _HELLO:
+                    raise ValueError("an answer that is not node 0's launcher")
+                break
+            except (OSError, ValueError, TypeError, AttributeError) as e:
+                # another program on that port (the previous attempt's store, say): again
+                link.close()
+                problem = f"a listener on that port that is not node 0's launcher ({e})"
+                time.sleep(min(0.5, left()))
+    except _Deadline:
+        raise _meeting_error(
+            f"Expected node 0's launcher at {master_addr}:{master_port} within {timeout:g} s "
+            f"(--rdzv-timeout; node {node_rank} of {nnodes} here). Received: {problem}; "
+            "missing: node 0."
+        ) from None
+    try:
+        order = [str(a) for a in link.recv(left())["nodes"]]
+    except (_Deadline, OSError, ValueError, KeyError, TypeError):
+        link.close()
+        raise _meeting_error(
+            f"Expected the launchers of all {nnodes} nodes at {master_addr}:{master_port} "
+            f"within {timeout:g} s (--rdzv-timeout; node {node_rank} here). Received: node "
+            "0's launcher answered, but not every node came (node 0's error names them)."
+        ) from None
+    if len(order) != nnodes:
+        link.close()
+        raise DistributedError(
+            f"Expected {nnodes} nodes (--nnodes) as node 0 counts them. Received: "
+            f"{len(order)} from node 0. Give every node the same --nnodes."
+        )
+    link.keep_open()
+    return order, {0: link}
+
+
+#: the addresses the launcher of this process agreed with the other nodes for the attempt
+#: it is starting: (nnodes, node_rank, master_addr, master_port) -> addresses
+_agreed: dict[tuple[int, int, str, int], list[str]] = {}
 
 
 def node_addresses(
     nnodes: int, node_rank: int, master_addr: str, master_port: int, timeout: float = 300.0
 ) -> list[str]:
     """The address of every node of the job, in node order, agreed before any worker starts
-    (for engines that must list every worker: TensorFlow's ``TF_CONFIG``). Node 0's launcher
-    listens on ``master_addr:master_port`` until the others have said where they are, then
-    tells each of them the whole list; node 0 is ``master_addr``. Raises DistributedError
-    when the nodes have not all met within ``timeout`` seconds."""
-    from .group import DistributedError
-
+    (for engines that must list every worker: TensorFlow's ``TF_CONFIG``): what ``launch``
+    agreed with the other nodes for this attempt, else a meeting of the nodes' launchers at
+    node 0's ``master_addr:master_port``, where node 0 is ``master_addr``. Raises
+    DistributedError naming the nodes that did not come within ``timeout`` seconds."""
     if nnodes == 1:
         return [master_addr]
-    deadline = time.monotonic() + timeout
-
-    def left() -> float:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"{timeout:g} s passed")
-        return remaining
-
-    try:
-        if node_rank == 0:
-            return _gather_addresses(nnodes, master_addr, master_port, left)
-        return _send_address(node_rank, master_addr, master_port, left)
-    except (OSError, ValueError) as e:
-        raise DistributedError(
-            f"Expected the launchers of all {nnodes} nodes to meet at {master_addr}:"
-            f"{master_port} within {timeout:g} s (node {node_rank} here). Received: {e}. Start "
-            "`multidev launch` on every node with the same --nnodes, --master-addr and "
-            "--master-port, each with its own --node-rank, and let that port through."
-        ) from e
-
-
-def _gather_addresses(
-    nnodes: int, master_addr: str, master_port: int, left: Callable[[], float]
-) -> list[str]:
-    addrs: dict[int, str] = {0: master_addr}
-    conns: list[socket.socket] = []
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind((master_addr, master_port))
-        server.listen(nnodes)
-        try:
-            while len(addrs) < nnodes:
-                server.settimeout(left())
-                conn, _ = server.accept()
-                conns.append(conn)
-                conn.settimeout(left())
-                rank, addr = json.loads(conn.makefile().readline())
-                if not 0 < int(rank) < nnodes or int(rank) in addrs:
-                    raise ValueError(f"a second node {rank}, or one outside [1, {nnodes})")
-                addrs[int(rank)] = str(addr)
-            order = [addrs[r] for r in range(nnodes)]
-            for conn in conns:
-                conn.sendall((json.dumps(order) + "\n").encode())
-            for conn in conns:  # the others close first: no TIME_WAIT on node 0's port
-                conn.settimeout(left())
-                conn.recv(1)
-        finally:
-            for conn in conns:
-                conn.close()
+    known = _agreed.get((nnodes, node_rank, master_addr, master_port))
+    if known is not None:
+        return list(known)
+    order, links = _meet(nnodes, node_rank, master_addr, master_port, timeout)
+    for link in links.values():
+        link.close()
     return order
-
-
-def _send_address(
-    node_rank: int, master_addr: str, master_port: int, left: Callable[[], float]
-) -> list[str]:
-    while True:
-        try:
-            conn = socket.create_connection((master_addr, master_port), timeout=left())
-            break
-        except ConnectionRefusedError:  # node 0 not listening yet
-            time.sleep(min(0.5, left()))
-    with conn:
-        conn.settimeout(left())
-        mine = _own_address(master_addr, master_port)
-        conn.sendall((json.dumps([node_rank, mine]) + "\n").encode())
-        return [str(a) for a in json.loads(conn.makefile().readline())]
 
 
 @dataclass
@@ -202,6 +410,12 @@ class Proc:
     #: the rank of its workers' local rank 0
     first_rank: int = 0
 
+    @property
+    def name(self) -> str:
+        """What its lines are filed under: ``rank 1``, ``scheduler``; empty for a framework
+        launcher's own output."""
+        return self.label.strip().strip("[]")
+
 
 def _describe(code: int) -> str:
     if code < 0:
@@ -212,33 +426,114 @@ def _describe(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _write_lines(lines: list[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
-    """Write whole lines (without their ends), each after ``prefix``, none cut by another."""
-    text = "".join(f"{prefix}{line.decode(errors='replace')}\n" for line in lines)
-    with lock:
-        out.write(text)
-        out.flush()
+@dataclass
+class Failure:
+    """The first failure of an attempt: who (``rank 1``, ``scheduler``, ``the launcher``), on
+    which node, how it ended, and the last lines of its output."""
+
+    who: str
+    node: int
+    how: str
+    lines: list[str] = field(default_factory=list)
+
+    def headline(self) -> str:
+        return f"{self.who} (node {self.node}) {self.how}"
+
+    def summary(self) -> str:
+        text = f"multidev launch: the job failed; first failure: {self.headline()}."
+        if self.lines:
+            n = len(self.lines)
+            text += f"\nmultidev launch: the last {n} line{'s' if n != 1 else ''} of {self.who}:"
+            text += "".join(f"\n  {line}" for line in self.lines)
+        return text + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"who": self.who, "node": self.node, "how": self.how, "lines": self.lines}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Failure:
+        return cls(str(obj["who"]), int(obj["node"]), str(obj["how"]), list(obj["lines"]))
 
 
-def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+class _Output:
+    """Where the processes' lines go: the console (``[rank 1] `` before each line) and, with a
+    log folder, one file per process name (``rank_1.log``); the last ``TAIL_LINES`` of each
+    name are kept for the failure summary. Each call writes whole lines, none cut by
+    another's."""
+
+    def __init__(self, out: IO[str], log_dir: str | None, console: bool) -> None:
+        self.out = out
+        self.log_dir = log_dir
+        self.console = console
+        self.lock = threading.Lock()
+        self.tails: dict[str, collections.deque[str]] = {}
+        self.files: dict[str, IO[str]] = {}
+
+    def lines(self, name: str, raw: list[bytes]) -> None:
+        """Write the lines (without their ends) of the process called ``name`` (``rank 1``;
+        empty: a framework launcher's own output)."""
+        text = [line.decode(errors="replace") for line in raw]
+        prefix = f"[{name}] " if name else ""
+        with self.lock:
+            tail = self.tails.get(name)
+            if tail is None:  # a framework launcher's report of a failure may be longer
+                tail = self.tails[name] = collections.deque(maxlen=TAIL_LINES if name else 200)
+            tail.extend(text)
+            if self.console:
+                self.out.write("".join(f"{prefix}{line}\n" for line in text))
+                self.out.flush()
+            if self.log_dir is not None:
+                f = self.files.get(name)
+                if f is None:
+                    path = os.path.join(
+                        self.log_dir, f"{(name or 'launcher').replace(' ', '_')}.log"
+                    )
+                    f = self.files[name] = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                f.write("".join(f"{line}\n" for line in text))
+                f.flush()
+
+    def note(self, text: str) -> None:
+        """A line of the launcher's own (always on the console; in every open log file)."""
+        with self.lock:
+            self.out.write(text if text.endswith("\n") else text + "\n")
+            self.out.flush()
+
+    def mark(self, text: str) -> None:
+        """A line in every log file (where an attempt starts)."""
+        with self.lock:
+            for f in self.files.values():
+                f.write(text + "\n")
+                f.flush()
+
+    def tail(self, name: str) -> list[str]:
+        with self.lock:
+            return list(self.tails.get(name, ()))
+
+    def close(self) -> None:
+        with self.lock:
+            for f in self.files.values():
+                f.close()
+            self.files.clear()
+
+
+def _pump(stream: IO[bytes], name: str, output: _Output) -> None:
     """Copy one stream of one process, a whole line at a time (``readline`` waits for the
     line's end, or the stream's)."""
     for raw in iter(stream.readline, b""):
-        _write_lines([raw.rstrip(b"\n")], prefix, out, lock)
+        output.lines(name, [raw.rstrip(b"\n")])
     stream.close()
 
 
 class _LogTail:
     """The output a framework launcher's workers write into files (torchrun ``--redirects``),
-    followed as the files grow and written out a whole line at a time with the rank's prefix:
+    followed as the files grow and written out a whole line at a time with the rank's name:
     a line is written once its end has arrived, or at the end of the run."""
 
-    def __init__(self, logs: str, first_rank: int, out: IO[str], lock: threading.Lock) -> None:
+    def __init__(self, logs: str, first_rank: int, output: _Output) -> None:
         self.logs = logs
         self.first_rank = first_rank
-        self.out = out
-        self.lock = lock
-        #: path -> (open file, prefix, the start of a line whose end has not arrived)
+        self.output = output
+        #: path -> (open file, process name, the start of a line whose end has not arrived)
         self.files: dict[str, tuple[IO[bytes], str, bytearray]] = {}
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._follow, daemon=True)
@@ -250,11 +545,11 @@ class _LogTail:
             local = os.path.basename(os.path.dirname(path))
             if path in self.files or not local.isdigit():
                 continue
-            prefix = f"[rank {self.first_rank + int(local)}] "
-            self.files[path] = (open(path, "rb"), prefix, bytearray())  # noqa: SIM115
+            name = f"rank {self.first_rank + int(local)}"
+            self.files[path] = (open(path, "rb"), name, bytearray())  # noqa: SIM115
 
     def _read(self, final: bool) -> None:
-        for f, prefix, pending in self.files.values():
+        for f, name, pending in self.files.values():
             pending += f.read()
             lines = bytes(pending).split(b"\n")
             rest = lines.pop()  # after the last line end: the start of a line to come
@@ -262,7 +557,7 @@ class _LogTail:
                 lines.append(rest)
                 rest = b""
             if lines:
-                _write_lines(lines, prefix, self.out, self.lock)
+                self.output.lines(name, lines)
             pending[:] = rest
 
     def _follow(self) -> None:
@@ -433,11 +728,20 @@ def launch(
     backend: str | None = None,
     stop_timeout: float = 10.0,
     out: IO[str] | None = None,
+    max_restarts: int = 0,
+    log_dir: str | None = None,
+    tee: bool = False,
+    rdzv_timeout: float = 300.0,
 ) -> int:
     """Run ``argv`` (a script and its arguments) as ``nproc_per_node`` workers of this node;
-    return 0 when every worker succeeds, else 1 after stopping the others. ``master_port``
-    0 picks a free port (single machine only). ``backend`` defaults to the active one
-    (``MULTIDEV_BACKEND``)."""
+    return 0 when every worker (of every node) succeeds, else 1 after stopping the others
+    and writing a summary of the first failure; with ``max_restarts`` the whole group starts
+    again after a failure, up to that many times (``MULTIDEV_RESTART_COUNT`` tells each
+    worker the attempt). ``master_port`` 0 picks a free port (single machine only).
+    ``backend`` defaults to the active one (``MULTIDEV_BACKEND``). ``log_dir``: one file per
+    rank, kept; the workers' lines then reach ``out`` only with ``tee``. ``rdzv_timeout``:
+    seconds the nodes' launchers wait for each other. Raises ValueError for arguments it
+    cannot run with, DistributedError when the nodes do not all meet or a port is taken."""
     from . import engine_module, no_engine
 
     out = sys.stdout if out is None else out
@@ -451,24 +755,178 @@ def launch(
             master_port,
             stop_timeout,
             script_must_exist=False,
+            max_restarts=max_restarts,
+            log_dir=log_dir,
+            rdzv_timeout=rdzv_timeout,
         )
     except ValueError as e:
         msg = str(e)
         raise ValueError(msg[0].upper() + msg[1:] + ".") from None
-    if master_port == 0:
-        master_port = free_port(master_addr)
     name = backend or registry.get_backend()
     engine = engine_module(name)
     if engine is None:
         raise no_engine(name)
-    lock = threading.Lock()
-    base = dict(os.environ, MULTIDEV_BACKEND=name, PYTHONUNBUFFERED="1")
-    with tempfile.TemporaryDirectory(prefix="multidev-launch-") as log_dir:
-        plan = _plan(
-            engine, nproc_per_node, nnodes, node_rank, master_addr, master_port, list(argv), log_dir
-        )
+    if log_dir is not None:
+        os.makedirs(log_dir, exist_ok=True)
+    output = _Output(out, log_dir, console=log_dir is None or tee)
+    job = _Job(
+        engine,
+        list(argv),
+        nproc_per_node,
+        nnodes,
+        node_rank,
+        master_addr,
+        stop_timeout,
+        rdzv_timeout,
+        output,
+    )
+    try:
         with _stopped_by_signals():
-            return _run(plan, base, stop_timeout, out, lock)
+            for attempt in range(max_restarts + 1):
+                if attempt:
+                    output.mark(f"multidev launch: restart {attempt} of {max_restarts}")
+                env = dict(
+                    os.environ,
+                    MULTIDEV_BACKEND=name,
+                    PYTHONUNBUFFERED="1",
+                    **{RESTART_ENV: str(attempt)},
+                )
+                failure = job.attempt(master_port, env)
+                if failure is None:
+                    return 0
+                output.note(failure.summary())
+                if attempt < max_restarts:
+                    output.note(
+                        f"multidev launch: restarting the workers (restart {attempt + 1} of "
+                        f"{max_restarts})."
+                    )
+            return 1
+    finally:
+        output.close()
+
+
+@dataclass
+class _Job:
+    """What stays the same from one attempt of the group to the next."""
+
+    engine: Any
+    argv: list[str]
+    nproc_per_node: int
+    nnodes: int
+    node_rank: int
+    master_addr: str
+    stop_timeout: float
+    rdzv_timeout: float
+    output: _Output
+
+    def attempt(self, master_port: int, env: dict[str, str]) -> Failure | None:
+        """Start the group (after the nodes' meeting), watch it, stop it; the first failure,
+        or None when every worker succeeded."""
+        port = master_port or free_port(self.master_addr)
+        key = (self.nnodes, self.node_rank, self.master_addr, port)
+        peers = None
+        if self.nnodes > 1:
+            order, links = _meet(
+                self.nnodes, self.node_rank, self.master_addr, port, self.rdzv_timeout
+            )
+            _agreed[key] = order
+            peers = _Peers(self.node_rank, links)
+        elif master_port:  # a port the user chose: say so if it is taken, whatever the engine
+            check_port(port, "rank 0 (--master-port)")
+        try:
+            with tempfile.TemporaryDirectory(prefix="multidev-launch-") as logs:
+                plan = _plan(
+                    self.engine,
+                    self.nproc_per_node,
+                    self.nnodes,
+                    self.node_rank,
+                    self.master_addr,
+                    port,
+                    self.argv,
+                    logs,
+                )
+                return _run(plan, env, self.stop_timeout, self.output, self.node_rank, peers)
+        finally:
+            _agreed.pop(key, None)
+            if peers is not None:
+                peers.close()
+
+
+class _Peers:
+    """The links to the other nodes' launchers while the workers run (node 0: to every other
+    node; the others: to node 0). A node reports its first failure (``report``) or its
+    success (``finished``); node 0 passes the first failure it learns to every other node;
+    a link that ends without a success is a failure of that node."""
+
+    def __init__(self, node: int, links: dict[int, _Link]) -> None:
+        self.node = node
+        self.links = links
+        self.lock = threading.Lock()
+        #: the first failure this node learned of, its own or another node's
+        self.failure: Failure | None = None
+        #: the nodes that reported success (node 0)
+        self.done: set[int] = set()
+        self.succeeded = False
+        self.closed = False
+        for peer, link in links.items():
+            threading.Thread(target=self._read, args=(peer, link), daemon=True).start()
+
+    def _read(self, peer: int, link: _Link) -> None:
+        try:
+            while True:
+                msg = link.recv(None)
+                if "failed" in msg:
+                    self._learn(Failure.from_json(msg["failed"]), peer)
+                elif "done" in msg:
+                    with self.lock:
+                        self.done.add(peer)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        with self.lock:
+            quiet = self.closed or peer in self.done or (self.succeeded and self.node != 0)
+        if not quiet:
+            how = "ended without a word (its launcher was killed, or its machine stopped)"
+            self._learn(Failure("the launcher", peer, how), peer)
+
+    def _learn(self, failure: Failure, source: int) -> None:
+        with self.lock:
+            if self.failure is not None:
+                return
+            self.failure = failure
+        if self.node == 0:  # node 0 tells every other node
+            self._send({"failed": failure.to_json()}, skip=source)
+
+    def _send(self, msg: Any, skip: int = -1) -> None:
+        for peer, link in self.links.items():
+            if peer != skip:
+                try:
+                    link.send(msg)
+                except OSError:
+                    continue
+
+    def report(self, failure: Failure) -> None:
+        """This node's failure, to node 0 (node 0: to every node)."""
+        with self.lock:
+            if self.failure is None:
+                self.failure = failure
+        self._send({"failed": failure.to_json()})
+
+    def finished(self) -> None:
+        """This node's workers all succeeded."""
+        with self.lock:
+            self.succeeded = True
+        if self.node != 0:
+            self._send({"done": self.node})
+
+    def all_done(self) -> bool:
+        with self.lock:
+            return self.node != 0 or self.done >= set(self.links)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+        for link in self.links.values():
+            link.close()
 
 
 @contextmanager
@@ -505,14 +963,18 @@ def _run(
     plan: list[Proc],
     base: dict[str, str],
     stop_timeout: float,
-    out: IO[str],
-    lock: threading.Lock,
-) -> int:
+    output: _Output,
+    node: int = 0,
+    peers: _Peers | None = None,
+) -> Failure | None:
     """Start ``plan``'s processes, watch them, and stop every one that still runs on the way
-    out, whatever the way out is."""
+    out, whatever the way out is; the first failure (this node's or, through ``peers``,
+    another's), or None."""
     running: list[tuple[Proc, subprocess.Popen]] = []
-    pumps: list[threading.Thread] = []
+    pumps: dict[int, list[threading.Thread]] = {}
     tails: list[_LogTail] = []
+    failed: tuple[Proc, subprocess.Popen] | None = None
+    failure: Failure | None = None
     try:
         for proc in plan:
             popen = subprocess.Popen(
@@ -524,48 +986,85 @@ def _run(
             )
             running.append((proc, popen))
             if proc.logs:
-                tails.append(_LogTail(proc.logs, proc.first_rank, out, lock))
+                tails.append(_LogTail(proc.logs, proc.first_rank, output))
             for stream in (popen.stdout, popen.stderr):
-                t = threading.Thread(
-                    target=_pump, args=(stream, proc.label, out, lock), daemon=True
-                )
+                t = threading.Thread(target=_pump, args=(stream, proc.name, output), daemon=True)
                 t.start()
-                pumps.append(t)
-        return _watch(running, stop_timeout, out, lock)
+                pumps.setdefault(popen.pid, []).append(t)
+        result = _watch(running, stop_timeout, output, peers)
+        if isinstance(result, Failure):
+            failure = result
+        elif result is not None:
+            failed = result
+            for t in pumps[failed[1].pid]:  # its last lines (torchrun's report) first
+                t.join(2.0)
+            failure = _failure_of(*failed, node, output)
+            output.note(f"multidev launch: {failure.headline()}; stopping the other processes.")
+            if peers is not None:
+                peers.report(failure)
+    except SystemExit as e:
+        if peers is not None:
+            how = _describe(128 - int(e.code or 0)) if isinstance(e.code, int) else "stopped"
+            peers.report(Failure("the launcher", node, how.replace("was killed", "was stopped")))
+        raise
     finally:
         _stop_all([popen for _, popen in running], stop_timeout)
-        for t in pumps:
-            t.join(stop_timeout)
+        for threads in pumps.values():
+            for t in threads:
+                t.join(stop_timeout)
         for tail in tails:
             tail.finish(stop_timeout)
+    if failed is not None:  # again, with every line now written
+        failure = _failure_of(*failed, node, output)
+    return failure
+
+
+#: torchrun's report of the first failure: the global rank and its exit code
+_ROOT_CAUSE = re.compile(r"Root Cause.*?\brank\s*:\s*(\d+).*?\bexitcode\s*:\s*(-?\d+)", re.S)
+
+
+def _failure_of(proc: Proc, popen: subprocess.Popen, node: int, output: _Output) -> Failure:
+    """The failure of ``popen``: its rank, how it ended, its last lines. A framework launcher
+    (torchrun) ends with code 1 whichever worker failed: its report names the worker."""
+    if proc.logs:
+        found = _ROOT_CAUSE.search("\n".join(output.tail(proc.name)))
+        if found:
+            who = f"rank {found[1]}"
+            return Failure(who, node, _describe(int(found[2])), output.tail(who))
+    who = proc.name or "the framework launcher"
+    return Failure(who, node, _describe(popen.returncode), output.tail(proc.name))
 
 
 def _watch(
     running: list[tuple[Proc, subprocess.Popen]],
     stop_timeout: float,
-    out: IO[str],
-    lock: threading.Lock,
-) -> int:
+    output: _Output,
+    peers: _Peers | None,
+) -> tuple[Proc, subprocess.Popen] | Failure | None:
+    """Wait until a process of this node fails (returned), another node fails (its
+    failure), or every worker of every node has succeeded (None)."""
     workers = [(p, q) for p, q in running if p.worker]
+    reported = False
     while True:
         failed = [(p, q) for p, q in running if q.poll() not in (None, 0)]
         if failed:
-            proc, popen = failed[0]
-            who = proc.label.strip() or "the framework launcher"
-            with lock:
-                out.write(
-                    f"multidev launch: {who} {_describe(popen.returncode)}; "
-                    "stopping the other processes.\n"
-                )
-                out.flush()
-            return 1
+            return failed[0]
+        if peers is not None and peers.failure is not None:
+            output.note(
+                f"multidev launch: {peers.failure.headline()}; stopping this node's processes."
+            )
+            return peers.failure
         if all(q.poll() == 0 for _, q in workers):
-            helpers = [q for p, q in running if not p.worker]
-            deadline = time.monotonic() + stop_timeout
-            for q in helpers:
-                try:
-                    q.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    break
-            return 0
+            if peers is not None and not reported:
+                peers.finished()
+                reported = True
+            if peers is None or peers.all_done():
+                helpers = [q for p, q in running if not p.worker]
+                deadline = time.monotonic() + stop_timeout
+                for q in helpers:
+                    try:
+                        q.wait(max(0.0, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        break
+                return None
         time.sleep(0.1)
