@@ -231,7 +231,9 @@ if __name__ == "__main__":
 
 def test_a_guarded_script_starts_its_workers_as_before(tmp_path):
     out = _run_script(tmp_path, GUARDED)
-    assert [line for line in out if not line.startswith("TOP")] == ["OK True"], out
+    # the spawned workers print their TOP lines at the same time, so those can interleave;
+    # the main process prints its result once, after they are done
+    assert out[-1] == "OK True" and "\n".join(out).count("OK") == 1, out
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
