@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from multidev.indexing import bool_mask_ndim, checked_key, index_out_of_bounds, key_items
+from multidev.indexing import bool_mask_ndim, check_index_range, checked_key, key_items
 
 __all__ = ["getitem", "setitem"]
 
@@ -25,9 +25,7 @@ def _index(k: Any, size: int) -> Any:
         return jnp.where(k < 0, k + size, k)
     if k.size:
         lo, hi = int(jnp.min(k)), int(jnp.max(k))
-        bad = hi if hi >= size else (lo if lo < -size else None)
-        if bad is not None:
-            raise index_out_of_bounds(bad, size)
+        check_index_range(lo, hi, size)
         if lo < 0:
             k = jnp.where(k < 0, k + size, k)
     return k

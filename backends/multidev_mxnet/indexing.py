@@ -10,8 +10,8 @@ from mxnet import np as mnp
 from multidev.errors import AutogradError
 from multidev.indexing import (
     bool_mask_ndim,
+    check_index_range,
     checked_key,
-    index_out_of_bounds,
     key_items,
     new_axes_first,
 )
@@ -63,9 +63,7 @@ def _index(k, size: int):
     k = k.astype(INT64) if k.dtype != INT64 else k
     if k.size:
         lo, hi = int(k.min()), int(k.max())
-        bad = hi if hi >= size else (lo if lo < -size else None)
-        if bad is not None:
-            raise index_out_of_bounds(bad, size)
+        check_index_range(lo, hi, size)
         if lo < 0:
             k = k + (k < 0).astype(INT64) * size
     return k

@@ -31,8 +31,8 @@ from multidev.contract import (
 )
 from multidev.indexing import (
     bool_mask_ndim,
+    check_index_range,
     checked_key,
-    index_out_of_bounds,
     key_items,
     new_axes_first,
 )
@@ -195,9 +195,7 @@ def _bounded(k: Any, size: int) -> Any:
     if isinstance(k, paddle.pir.Value) or not k.size:
         return k
     lo, hi = (int(v) for v in paddle.stack([k.min(), k.max()]).numpy())
-    bad = hi if hi >= size else (lo if lo < -size else None)
-    if bad is not None:
-        raise index_out_of_bounds(bad, size)
+    check_index_range(lo, hi, size)
     return k  # Paddle counts negative entries from the end itself
 
 

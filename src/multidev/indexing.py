@@ -18,9 +18,9 @@ from .contract import key_axes
 __all__ = [
     "FULL",
     "Gather",
+    "check_index_range",
     "checked_key",
     "gather",
-    "index_out_of_bounds",
     "is_full",
     "key_items",
     "new_axes_first",
@@ -51,13 +51,16 @@ def _bounded(i: int, shape: Sequence[int], dim: int) -> int:
     return i % n
 
 
-def index_out_of_bounds(bad: int, size: int) -> IndexError:
-    """The error for an entry ``bad`` of an index array that is out of range for an axis of
-    length ``size``."""
-    return IndexError(
-        f"Expected indices in [-{size}, {size}). Received: index {bad}, which is out of "
-        f"bounds for an axis of size {size}"
-    )
+def check_index_range(lo: int, hi: int, size: int) -> None:
+    """IndexError where an index array whose smallest entry is ``lo`` and largest ``hi`` has
+    an entry out of range for an axis of length ``size`` (for adapters whose kernels do not
+    check: they compute ``lo`` and ``hi`` with the framework's own reductions)."""
+    bad = hi if hi >= size else (lo if lo < -size else None)
+    if bad is not None:
+        raise IndexError(
+            f"Expected indices in [-{size}, {size}). Received: index {bad}, which is out of "
+            f"bounds for an axis of size {size}"
+        )
 
 
 def new_axes_first(
