@@ -48,8 +48,8 @@ class TorchGroup(Group):
 
     def close(self) -> None:
         if dist.is_initialized():
-            # free what cycles still hold of gloo's work objects while the interpreter is
-            # whole: freed at its finalisation instead, they aborted a worker now and then
+            # free what reference cycles still hold of gloo's work objects while the
+            # interpreter is whole: one freed during finalisation can abort the process
             # ("terminate called without an active exception")
             gc.collect()
             dist.destroy_process_group()
