@@ -720,9 +720,9 @@ def export(
     bk = inputs[0]._bk if inputs else registry.current()
     write: Any = bk.export if format == "native" else bk.export_onnx
     if write is None:
-        what = "serving format" if format == "native" else "onnx exporter"
+        what = "a serving format" if format == "native" else "an ONNX exporter"
         raise TypeError(
-            f"Expected a backend with a {what} for md.export. Received: a Block of "
+            f"Expected a backend with {what} for md.export. Received: a Block of "
             f"the {bk.name} backend, which has none. "
             + (
                 bk.export_unsupported
