@@ -10,7 +10,7 @@ import warnings
 from multidev import registry
 from multidev.examples import compilers
 
-SERVING = {"torch", "tensorflow", "paddle", "mxnet"}
+SERVING = {"torch", "tensorflow", "paddle", "mxnet", "jax"}
 
 
 def test_the_compilers_example_matches_eager_and_exports(tmp_path, capsys, monkeypatch):

@@ -11,18 +11,25 @@ rebinds them), which are written back after each call. Other Variables the step 
 constants of the trace; a write to one is refused (the trace then runs eagerly, with
 md.jit's warning).
 New shapes or dtypes retrace (``jax.jit``'s own rule).
+
+``md.export`` writes ``jax.export``'s serialization of the block's forward, traced the same
+way with its parameters and buffers as constants.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from multidev.contract import JitHooks
+from multidev.contract import ExportHooks, JitHooks
 from multidev.device import Device
 from multidev.errors import UnsupportedOperationError
+from multidev.jit import write_whole
+from multidev.tracing import untraceable
 
 from .autograd import STATE, Variable, watching
 
@@ -75,12 +82,16 @@ class _Compiled:
         return out
 
 
-class Jit(JitHooks):
+class Jit(JitHooks, ExportHooks):
     """The compilation hooks of the JAX adapter."""
 
     jit_traces_once = True
     #: md.jit passes the parameters' Variables to ``jit_compile``
     jit_takes_variables = True
+    export_unsupported = (
+        "JAX has no ONNX exporter here: export with format='native' (jax.export), or export "
+        "the same model code and weights to ONNX from the torch or tensorflow backend."
+    )
 
     def jit_compile(self, body: Any, variables: list[Variable]) -> Any:
         """``body`` (flat native tensors in and out) as a ``jax.jit`` function that also takes
@@ -94,3 +105,31 @@ class Jit(JitHooks):
         natives = jax.devices() if dev is None else [self.native_device(dev)]  # type: ignore[attr-defined]
         for d in natives:
             (jnp.zeros((), device=d) + 1).block_until_ready()
+
+    def export(self, block: Any, path: Path, inputs: tuple) -> Path:
+        """``jax.export`` of a ``jax.jit`` of the block's forward on arrays of the example
+        inputs' shapes and dtypes, its parameters and buffers baked in as constants,
+        serialized (``Exported.serialize()``) to the file ``path``, written whole or not at
+        all. A forward that writes its buffers (BatchNorm's running statistics in training
+        mode) stops the export (``untraceable``: call ``block.eval()``)."""
+        if importlib.util.find_spec("flatbuffers") is None:
+            raise ImportError(
+                "md.export on JAX needs flatbuffers (jax.export's serialization): "
+                "pip install 'multidev[jax]'"
+            )
+        forward = _Compiled(block.native, [])
+        specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in inputs]
+        kept = [(b, b._native) for b in block.buffers()]
+        try:
+            exported = jax.export.export(jax.jit(lambda *xs: forward._pure([], *xs)[0]))(*specs)
+        finally:  # a buffer written inside the trace holds a tracer: put the array back
+            written = any(b._native is not n for b, n in kept)
+            for b, n in kept:
+                b._native = n
+        if written:
+            untraceable(
+                "it writes its buffers (BatchNorm's running statistics in training mode), "
+                "which a serving graph would not keep"
+            )
+        data = exported.serialize()
+        return write_whole(path, lambda tmp: tmp.write_bytes(data))

@@ -693,7 +693,10 @@ def export(
     folder (TensorFlow; call ``.serve(x)`` on ``tf.saved_model.load``), a ``torch.export``
     program (``.pt2``; ``torch.export.load(path).module()(x)``), a ``paddle.jit.save``
     prefix (``paddle.jit.load(path)(x)``), MXNet's ``path-symbol.json`` and
-    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``).
+    ``path-0000.params`` (``gluon.SymbolBlock.imports``, input ``data``), or ``jax.export``'s
+    serialization in the file ``path`` as named (JAX: for the example inputs' shapes, batch
+    size included; ``jax.export.deserialize(open(path, "rb").read()).call(x)``, which needs
+    ``flatbuffers``), written whole or not at all.
 
     ``format="onnx"``: an ONNX file (opset ``opset``; MXNet's exporter writes opset 13)
     written by the framework's own exporter (``torch.onnx``, ``tf2onnx``, ``paddle2onnx``,
@@ -705,7 +708,8 @@ def export(
 
     ``example_inputs`` is a Tensor or a tuple of Tensors with the shapes and dtypes to
     serve. Returns the path written. Raises ValueError for an unknown format or a block in
-    training mode that draws random values (``Dropout``: call ``block.eval()`` first),
+    training mode that draws random values (``Dropout``) or, on JAX, updates its buffers
+    (BatchNorm's running statistics): call ``block.eval()`` first;
     TypeError on a backend without that exporter, UnsupportedOperationError where the
     framework's exporter cannot express the model (the message says what and why)."""
     if format not in EXPORT_FORMATS:
@@ -720,9 +724,9 @@ def export(
     bk = inputs[0]._bk if inputs else registry.current()
     write: Any = bk.export if format == "native" else bk.export_onnx
     if write is None:
-        what = "serving format" if format == "native" else "onnx exporter"
+        what = "a serving format" if format == "native" else "an ONNX exporter"
         raise TypeError(
-            f"Expected a backend with a {what} for md.export. Received: a Block of "
+            f"Expected a backend with {what} for md.export. Received: a Block of "
             f"the {bk.name} backend, which has none. "
             + (
                 bk.export_unsupported
@@ -734,7 +738,7 @@ def export(
         with inside():
             if format == "native":
                 return Path(write(block, Path(path), natives))
-            return _write_whole(
+            return write_whole(
                 Path(path), lambda tmp: _onnx(write, block, tmp, natives, opset, dynamic_batch)
             )
     except Untraceable:
@@ -794,9 +798,10 @@ def _onnx(write: Any, block: Any, tmp: Path, natives: tuple, opset: int, dynamic
         )
 
 
-def _write_whole(path: Path, write: Callable[[Path], Any]) -> Path:
+def write_whole(path: Path, write: Callable[[Path], Any]) -> Path:
     """``write(tmp)`` to a temporary file beside ``path``, then renamed to ``path``; the
-    temporary file is removed if ``write`` fails."""
+    temporary file is removed if ``write`` fails. Also for adapters whose serving format is
+    one file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         write(tmp)
