@@ -65,7 +65,7 @@ def _lowest(dtype):
 def max_pool2d(x, kernel, stride, pads):
     return lax.reduce_window(
         x,
-        jnp.array(_lowest(x.dtype), x.dtype),
+        np.array(_lowest(x.dtype), x.dtype),
         lax.max,
         (1, 1, *kernel),
         (1, 1, *stride),
@@ -76,7 +76,7 @@ def max_pool2d(x, kernel, stride, pads):
 def avg_pool2d(x, kernel, stride, pads):
     total = lax.reduce_window(
         x,
-        jnp.array(0, x.dtype),
+        np.array(0, x.dtype),
         lax.add,
         (1, 1, *kernel),
         (1, 1, *stride),

@@ -118,6 +118,39 @@ def test_train_step_equals_eager(bk):
 
 
 @pytest.mark.requires("autograd")
+def test_cnn_train_step_compiles_and_equals_eager(bk):
+    """Convolution, both poolings and a sigmoid (LeNet's kernels) in a compiled training step:
+    eager's numbers, compiled without a JitWarning where the backend compiles steps."""
+    rng = np.random.default_rng(2)
+    X = md.asarray(rng.standard_normal((4, 1, 8, 8)).astype(np.float32))
+    y = md.asarray(rng.integers(0, 3, size=4))
+
+    def run(compiled: bool):
+        md.manual_seed(5)
+        net = nn.Sequential(
+            nn.Conv2d(1, 2, 3, padding=1), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+            nn.Conv2d(2, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2, padding=1),
+            nn.Flatten(), nn.Linear(18, 3),
+        )  # fmt: skip
+        opt = md.optim.SGD(net.parameters(), lr=0.5)
+
+        def step():
+            with md.autograd.record():
+                loss = nn.functional.cross_entropy(net(X), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        fn = md.jit(step) if compiled else step
+        return [fn().item() for _ in range(3)], _values(net)
+
+    _, _, found = _trained_alike(run)
+    expected = 0 if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None) else 1
+    assert len(found) == expected, found
+
+
+@pytest.mark.requires("autograd")
 def test_train_step_updates_buffers_like_eager(bk):
     """BatchNorm's running statistics and batch count after jitted training steps are eager's
     (a compiler that traces once must carry buffers in and out, as it does optimiser state)."""
