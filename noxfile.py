@@ -31,7 +31,7 @@ EXTRAS = {
     "tensorflow": "tensorflow,test,interop,interchange,onnx-tensorflow,train",
     "paddle": "paddle,test,interop,interchange,onnx-paddle,train",
     "mxnet": "mxnet,test,interchange,onnx-mxnet,digits",
-    "jax": "jax,test,interop,interchange,train",
+    "jax": "jax,test,interop,interchange,train,bench-jax",
 }
 SHARED = ROOT / ".nox" / "_shared"
 
@@ -550,17 +550,18 @@ def jit_inductor(session: nox.Session) -> None:
     )
 
 
-for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
+for _backend in ("torch", "tensorflow", "paddle", "mxnet", "jax"):
 
     @nox.session(name=f"bench_compile-{_backend}")
     def bench_compile(session: nox.Session, backend: str = _backend) -> None:
         """The compilation benchmark on one backend (not part of CI): multidev eager and
-        md.jit against the framework's eager and compiled step and Keras 3's train_on_batch
-        (torch, tensorflow). Writes benchmarks/results/compile_<backend>.{json,md}, then the
-        combined table and chart of every backend run so far (compile.md, compile.png).
+        md.jit against the framework's eager and compiled step (on JAX, jax.jit with optax)
+        and Keras 3's train_on_batch (torch, tensorflow, jax). Writes
+        benchmarks/results/compile_<backend>.{json,md}, then the combined table and chart of every backend run so far (compile.md, compile.png).
         ``BENCH_CASES`` and ``BENCH_ROUNDS`` pass through (see benchmarks/compile.py)."""
         constraints = ROOT / "constraints"
-        extra = ["keras"] if backend in ("torch", "tensorflow") else []
+        extra = ["keras"] if backend in ("torch", "tensorflow", "jax") else []
+        package = ".[jax,bench-jax]" if backend == "jax" else f".[{backend}]"
         session.install(
             "-c",
             str(constraints / f"{backend}.txt"),
@@ -568,7 +569,7 @@ for _backend in ("torch", "tensorflow", "paddle", "mxnet"):
             str(constraints / "bench-keras.txt"),
             "-c",
             str(constraints / "tools.txt"),
-            f".[{backend}]",
+            package,
             "matplotlib",
             *extra,
         )

@@ -409,11 +409,133 @@ def _mxnet_step(
     return step
 
 
+# ---------------------------------------------------------------- jax
+
+
+def _jax_forward(block: Any) -> Callable[[State, State, Any], Any]:
+    """The network as a pure function ``(params, buffers, x) -> logits`` of ``jax.lax``
+    kernels in NCHW, keyed by the multidev state-dict names. BatchNorm runs in training mode
+    and writes its new running statistics into ``buffers`` (a dict the caller owns)."""
+    import jax
+    from jax import lax
+
+    def pair(v: Any) -> tuple[int, int]:
+        return tuple(v) if isinstance(v, (tuple, list)) else (v, v)  # type: ignore[return-value]
+
+    def pool(b: Any, init: float, op: Callable, scale: float) -> Callable:
+        (kh, kw), (sh, sw), (ph, pw) = pair(b.kernel_size), pair(b.stride), pair(b.padding)
+        padding = ((0, 0), (0, 0), (ph, ph), (pw, pw))
+        return lambda p, s, h: (
+            lax.reduce_window(h, init, op, (1, 1, kh, kw), (1, 1, sh, sw), padding)
+            * (scale / (kh * kw) if scale else 1.0)
+        )
+
+    def translate(b: Any, prefix: str) -> Callable:
+        kind = _kind(b)
+        if kind == "Sequential":
+            parts = [translate(c, f"{prefix}{i}.") for i, c in enumerate(b)]
+
+            def run(p, s, h):
+                for part in parts:
+                    h = part(p, s, h)
+                return h
+
+            return run
+        if kind == "Residual":
+            c1, c2, n1, n2 = (translate(getattr(b, n), f"{prefix}{n}.") for n in
+                              ("conv1", "conv2", "bn1", "bn2"))  # fmt: skip
+            c3 = None if b.conv3 is None else translate(b.conv3, prefix + "conv3.")
+
+            def residual(p, s, X):
+                Y = n2(p, s, c2(p, s, jax.nn.relu(n1(p, s, c1(p, s, X)))))
+                return jax.nn.relu(Y + (X if c3 is None else c3(p, s, X)))
+
+            return residual
+        if kind == "Conv2d":
+            stride, (ph, pw) = pair(b.stride), pair(b.padding)
+
+            def conv(p, s, h):
+                y = lax.conv_general_dilated(
+                    h, p[prefix + "weight"], stride, ((ph, ph), (pw, pw)),
+                    dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                )  # fmt: skip
+                return y + p[prefix + "bias"][:, None, None]
+
+            return conv
+        if kind == "BatchNorm2d":
+            momentum, eps = b.momentum, b.eps
+
+            def batch_norm(p, s, h):
+                mean, var = h.mean((0, 2, 3)), h.var((0, 2, 3))
+                n = h.size // h.shape[1]
+                for key, new in (("running_mean", mean), ("running_var", var * n / (n - 1))):
+                    old = s[prefix + key]
+                    s[prefix + key] = (1 - momentum) * old + momentum * lax.stop_gradient(new)
+                s[prefix + "num_batches_tracked"] = s[prefix + "num_batches_tracked"] + 1
+                scale = p[prefix + "weight"] * lax.rsqrt(var + eps)
+                return (h - mean[:, None, None]) * scale[:, None, None] + p[prefix + "bias"][
+                    :, None, None
+                ]
+
+            return batch_norm
+        if kind == "Linear":
+            return lambda p, s, h: h @ p[prefix + "weight"].T + p[prefix + "bias"]
+        if kind == "MaxPool2d":
+            return pool(b, -float("inf"), lax.max, 0.0)
+        if kind == "AvgPool2d":  # torch's default counts the padding in the mean
+            return pool(b, 0.0, lax.add, 1.0)
+        if kind == "AdaptiveAvgPool2d":
+            return lambda p, s, h: h.mean((2, 3), keepdims=True)
+        if kind == "Flatten":
+            return lambda p, s, h: h.reshape(h.shape[0], -1)
+        act = {"ReLU": jax.nn.relu, "Sigmoid": jax.nn.sigmoid}[kind]
+        return lambda p, s, h: act(h)
+
+    return translate(block, "")
+
+
+def _jax_step(block: Any, X: np.ndarray, y: np.ndarray, jit: bool = False) -> Callable[[], Any]:
+    """A hand-written JAX step: ``_jax_forward``, ``jax.value_and_grad`` and ``optax.sgd``;
+    with ``jit``, the whole update through ``jax.jit`` with the state donated."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    forward = _jax_forward(block)
+    names = {k for k, _ in block.named_parameters()}
+    w = {k: jnp.asarray(v) for k, v in _weights(block).items()}
+    params = {k: v for k, v in w.items() if k in names}
+    buffers = {k: v for k, v in w.items() if k not in names}
+    opt = optax.sgd(LR)
+
+    def loss_fn(p, s, x, t):
+        s = dict(s)
+        logits = forward(p, s, x)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, t).mean(), s
+
+    def update(p, s, o, x, t):
+        (loss, s), g = jax.value_and_grad(loss_fn, has_aux=True)(p, s, x, t)
+        updates, o = opt.update(g, o, p)
+        return optax.apply_updates(p, updates), s, o, loss
+
+    if jit:
+        update = jax.jit(update, donate_argnums=(0, 1, 2))
+    state = [params, buffers, opt.init(params)]
+    x, t = jnp.asarray(X), jnp.asarray(y)
+
+    def step():
+        state[0], state[1], state[2], loss = update(*state, x, t)
+        return loss
+
+    return step
+
+
 NATIVE_STEPS = {
     "torch": _torch_step,
     "tensorflow": _tf_step,
     "paddle": _paddle_step,
     "mxnet": _mxnet_step,
+    "jax": _jax_step,
 }
 
 

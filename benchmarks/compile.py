@@ -4,8 +4,9 @@ process, as each alternative a user could pick runs it.
 Rows: multidev eager; multidev ``md.jit`` of the whole step; multidev with the forward
 hybridized (``net.hybridize()``) and the step eager; the framework's own code eagerly; the
 framework's own compiler (``torch.compile``, ``tf.function``, ``paddle.jit.to_static`` of the
-model, hybridized Gluon); Keras 3's ``train_on_batch`` (torch and tensorflow, when keras is
-installed: ``constraints/bench-keras.txt``). Cases: ``mlp_small`` (3 layers, 256 wide,
+model, hybridized Gluon; on JAX a hand-written ``jax.jit`` + ``optax`` step); Keras 3's
+``train_on_batch`` (torch, tensorflow and jax, when keras is installed:
+``constraints/bench-keras.txt``). Cases: ``mlp_small`` (3 layers, 256 wide,
 batch 32) and ``mlp_large`` (3 layers, 1024 wide, batch 128), mean-squared error; and the
 CNNs of ``cnn_cases.py`` with cross-entropy: ``lenet_step`` (d2l's LeNet, batch 64, 28x28)
 and ``resnet18_step`` (d2l's ResNet-18, batch 16, 64x64), the native and Keras models
@@ -269,6 +270,43 @@ def mxnet_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
     return out
 
 
+def jax_steps(width: int, batch: int) -> dict[str, Callable[[], object]]:
+    """The step as a JAX user writes it: a pure loss of the parameters, ``jax.value_and_grad``
+    and ``optax.sgd``; compiled, the whole update through ``jax.jit`` with its state donated."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    X, Y = (jnp.asarray(a) for a in _data(width, batch))
+    opt = optax.sgd(LR)
+
+    def loss_fn(params, x, y):
+        h = x
+        for i, (w, b) in enumerate(params):
+            h = h @ w.T + b
+            if i < 2:
+                h = jax.nn.relu(h)
+        return jnp.mean((h - y) ** 2)
+
+    def update(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    out = {}
+    for label in (EAGER["jax"], COMPILED["jax"]):
+        params = [(jnp.asarray(w), jnp.asarray(b)) for w, b in _weights(width)]
+        fn = jax.jit(update, donate_argnums=(0, 1)) if label == COMPILED["jax"] else update
+        state = [params, opt.init(params)]
+
+        def step(state=state, fn=fn):
+            state[0], state[1], loss = fn(state[0], state[1], X, Y)
+            return loss
+
+        out[label] = step
+    return out
+
+
 def _keras(backend: str) -> Any:
     """Keras 3 on ``backend``, or None where keras is not installed (or loaded on another)."""
     os.environ["KERAS_BACKEND"] = backend
@@ -356,6 +394,8 @@ def native_cnn_steps(backend: str, case: str) -> dict[str, Callable[[], object]]
             fn = tf.function(make(_cnn_block(case), X, Y))
         elif backend == "paddle":
             fn = make(_cnn_block(case), X, Y, to_static=True)
+        elif backend == "jax":
+            fn = make(_cnn_block(case), X, Y, jit=True)
         else:
             fn = make(_cnn_block(case), X, Y, hybrid=True)
     except Exception as e:  # a compiler that cannot take the model is reported, not hidden
@@ -386,12 +426,16 @@ def keras_cnn_steps(backend: str, case: str) -> dict[str, Callable[[], object]]:
     return {label: lambda: model.train_on_batch(x, Y)}
 
 
+#: the backends Keras 3 runs on (of multidev's)
+KERAS_BACKENDS = ("torch", "tensorflow", "jax")
+
 #: the side of each backend that is the framework's own compiled step (the issue's bar)
 COMPILED = {
     "torch": "torch.compile(step)",
     "tensorflow": "tf.function(step)",
     "paddle": "paddle.jit.to_static(model)",
     "mxnet": "mxnet hybridize()",
+    "jax": "jax.jit(step) + optax",
 }
 
 #: the label of each backend's own eager step
@@ -400,6 +444,7 @@ EAGER = {
     "tensorflow": "tensorflow eager",
     "paddle": "paddle eager",
     "mxnet": "mxnet eager (Gluon)",
+    "jax": "jax eager + optax",
 }
 
 NATIVE = {
@@ -407,6 +452,7 @@ NATIVE = {
     "tensorflow": tensorflow_steps,
     "paddle": paddle_steps,
     "mxnet": mxnet_steps,
+    "jax": jax_steps,
 }
 
 
@@ -493,7 +539,7 @@ def chosen_cases() -> list[str]:
 
 def _sides(backend: str, case: str) -> dict[str, Callable[[], object]]:
     """Every side of one case, multidev's first."""
-    keras_ok = backend in ("torch", "tensorflow")
+    keras_ok = backend in KERAS_BACKENDS
     if case in CASES:
         width, batch = CASES[case]
         sides = md_steps(width, batch)

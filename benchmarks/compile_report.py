@@ -19,7 +19,7 @@ sys.path.insert(0, str(HERE))
 
 from compile import ALL_CASES, COMPILED, EAGER  # noqa: E402
 
-BACKENDS = ("torch", "tensorflow", "paddle", "mxnet")
+BACKENDS = ("torch", "tensorflow", "paddle", "mxnet", "jax")
 TARGET = 1.10  # issue 13: md.jit of the step within 1.10x of the framework's compiled step
 COLUMNS = (
     ("multidev eager", "multidev eager"),
@@ -108,7 +108,7 @@ def markdown(found: dict[str, dict]) -> str:
             "times, the load average when each case ran, and why a side failed. Native compiled: "
             + ", ".join(f"`{COMPILED[b]}`" for b in BACKENDS)
             + ". Targets (issue 13): md.jit of the step within 1.10x of the framework's compiled "
-            "step, and faster than Keras 3's `train_on_batch` on torch and tensorflow. Load "
+            "step, and faster than Keras 3's `train_on_batch` on torch, tensorflow and jax. Load "
             f"average of each backend's last run (start → end): {loads}.",
             "",
             table(found),
@@ -145,7 +145,7 @@ def chart(found: dict[str, dict], path: Path) -> None:
                     xs.append(i - 0.4 + width * (j + 0.5))
                     ys.append(ratio)
             if xs:
-                bars = ax.bar(xs, ys, width, label=b)
+                bars = ax.bar(xs, ys, width, label=b, color=f"C{BACKENDS.index(b)}")
                 ax.bar_label(bars, fmt="%.2f", fontsize=7)
         ax.axhline(1.0, color="grey", lw=0.8)
         if "md.jit" in title:
