@@ -219,3 +219,37 @@ def test_fashion_mnist_downloaded_from_a_local_server_trains_with_the_trainer(tm
     assert acc[-1] > 0.9  # chance is 0.1
     losses = [v for _, v in model.board.points["train_loss"]]
     assert losses[-1] < losses[0]
+
+
+def test_the_book_s_plot_helpers_draw_multidev_tensors(tmp_path):
+    """d2l.plot, show_heatmaps and show_list_len_pair_hist as the book's chapters call them,
+    on md tensors; d2l.plt is pyplot."""
+    pytest.importorskip("matplotlib")
+    from matplotlib import pyplot
+
+    assert d2l.plt is pyplot
+    x = md.arange(0, 3, 0.5)
+    d2l.plot(x, [x * 2, x - 1], "x", "f(x)", legend=["2x", "x-1"], figsize=(3, 2))
+    ax = d2l.plt.gca()
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), x.numpy())
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), (x - 1).numpy())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["2x", "x-1"]
+    assert tuple(d2l.plt.rcParams["figure.figsize"]) == (3, 2)
+    d2l.plot(x * 3)  # one curve against its index
+    assert len(d2l.plt.gca().lines) == 1
+    np.testing.assert_allclose(d2l.plt.gca().lines[0].get_ydata(), (x * 3).numpy())
+
+    weights = md.reshape(md.arange(24, dtype=md.float32), (2, 3, 2, 2))
+    d2l.show_heatmaps(weights, "keys", "queries", titles=["a", "b", "c"])
+    fig = d2l.plt.gcf()
+    images = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+    assert len(images) == 6  # and one colour bar
+    np.testing.assert_allclose(images[5], weights.numpy()[1, 2])
+    with pytest.raises(ValueError, match=r"\(rows, columns, height, width\).*\(2, 2\)"):
+        d2l.show_heatmaps(weights[0, 0], "keys", "queries")
+
+    d2l.show_list_len_pair_hist(["src", "tgt"], "# tokens", "count", [[1, 2], [3]], [[1], [2]])
+    assert d2l.plt.gca().get_xlabel() == "# tokens"
+    d2l.plt.savefig(tmp_path / "hist.png")
+    assert (tmp_path / "hist.png").stat().st_size > 0
+    d2l.plt.close("all")

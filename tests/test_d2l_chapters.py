@@ -35,10 +35,6 @@ KNOWN: tuple[tuple[str, str], ...] = (
         "reader has no image resizing (the book uses torchvision.transforms.Resize)",
     ),
     (
-        r"d2l has no '(plot|set_figsize|use_svg_display|plt|show_heatmaps|show_list_len_pair_hist)'",
-        "the book's matplotlib helpers are not part of multidev.d2l",
-    ),
-    (
         r"d2l has no '(download|extract|DATA_URL|DATA_HUB|get_data_ch11|load_data_fashion_mnist)'",
         "data the book downloads (Time Machine from its URL, fra-eng, airfoil) or its old data API",
     ),

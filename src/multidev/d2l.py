@@ -60,8 +60,14 @@ __all__ = [
     "Vocab",
     "accuracy",
     "add_to_class",
+    "plot",
+    "set_axes",
+    "set_figsize",
+    "show_heatmaps",
+    "show_list_len_pair_hist",
     "try_all_gpus",
     "try_gpu",
+    "use_svg_display",
 ]
 
 
@@ -194,9 +200,151 @@ def _pyplot() -> Any:
         from matplotlib import pyplot as plt
     except ImportError:
         raise ImportError(
-            "Drawing a ProgressBoard needs matplotlib: pip install 'multidev[train]'"
+            "d2l's plots (ProgressBoard, d2l.plot, d2l.plt) need matplotlib: pip install 'multidev[train]'"
         ) from None
     return plt
+
+
+def __getattr__(name: str) -> Any:
+    """``d2l.plt``: matplotlib's pyplot, imported when first used (as the book's module has it)."""
+    if name == "plt":
+        return _pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def use_svg_display() -> None:
+    """Show figures as SVG in Jupyter; outside a notebook there is nothing to switch."""
+    if _in_notebook():
+        from matplotlib_inline import backend_inline
+
+        backend_inline.set_matplotlib_formats("svg")
+
+
+def set_figsize(figsize: tuple[float, float] = (3.5, 2.5)) -> None:
+    """The size, in inches, of the figures drawn from now on."""
+    use_svg_display()
+    _pyplot().rcParams["figure.figsize"] = figsize
+
+
+def set_axes(
+    axes: Any,
+    xlabel: str | None,
+    ylabel: str | None,
+    xlim: Any,
+    ylim: Any,
+    xscale: str,
+    yscale: str,
+    legend: Sequence[str] | None,
+) -> None:
+    """Labels, limits, scales, legend and grid of one matplotlib ``Axes``."""
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_xscale(xscale)
+    axes.set_yscale(yscale)
+    axes.set_xlim(xlim)
+    axes.set_ylim(ylim)
+    if legend:
+        axes.legend(legend)
+    axes.grid()
+
+
+def _as_points(x: Any) -> Any:
+    """A tensor as a NumPy array (matplotlib reads neither a framework's tensors nor md's)."""
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def plot(
+    X: Any,
+    Y: Any = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    legend: Sequence[str] | None = None,
+    xlim: Any = None,
+    ylim: Any = None,
+    xscale: str = "linear",
+    yscale: str = "linear",
+    fmts: Sequence[str] = ("-", "m--", "g-.", "r:"),
+    figsize: tuple[float, float] = (3.5, 2.5),
+    axes: Any = None,
+) -> None:
+    """Curves on one ``Axes`` (the current one unless ``axes``): ``plot(Y)`` draws each curve
+    of ``Y`` against its index, ``plot(X, Y)`` against ``X``; a single 1-D tensor, array or
+    list of numbers is one curve, and one ``X`` serves every curve of ``Y``."""
+
+    def one_curve(v: Any) -> bool:
+        if hasattr(v, "ndim"):
+            return v.ndim == 1
+        return isinstance(v, list) and not (v and hasattr(v[0], "__len__"))
+
+    xs = [X] if one_curve(X) else list(X)
+    if Y is None:
+        xs, ys = [[]] * len(xs), xs
+    else:
+        ys = [Y] if one_curve(Y) else list(Y)
+    if len(xs) != len(ys):
+        xs = xs * len(ys)
+    set_figsize(figsize)
+    if axes is None:
+        axes = _pyplot().gca()
+    axes.cla()
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        fmt = fmts[i % len(fmts)]  # the book stops after its four formats; the curves go on
+        if len(x):
+            axes.plot(_as_points(x), _as_points(y), fmt)
+        else:
+            axes.plot(_as_points(y), fmt)
+    set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend)
+
+
+def show_heatmaps(
+    matrices: Any,
+    xlabel: str,
+    ylabel: str,
+    titles: Sequence[str] | None = None,
+    figsize: tuple[float, float] = (2.5, 2.5),
+    cmap: str = "Reds",
+) -> None:
+    """A grid of heat maps, one per matrix of ``matrices`` (rows, columns, height, width), such
+    as attention weights, with one colour bar."""
+    use_svg_display()
+    values = np.asarray(_as_points(matrices))
+    if values.ndim != 4:
+        raise ValueError(
+            "Expected matrices of shape (rows, columns, height, width). "
+            f"Received: shape {values.shape}. Add the missing leading axes, e.g. "
+            "X.reshape((1, 1, *X.shape)) for one matrix."
+        )
+    rows, cols = values.shape[:2]
+    fig, axes = _pyplot().subplots(
+        rows, cols, figsize=figsize, sharex=True, sharey=True, squeeze=False
+    )
+    image = None
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i, j]
+            image = ax.imshow(values[i, j], cmap=cmap)
+            if i == rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            if titles:
+                ax.set_title(titles[j])
+    fig.colorbar(image, ax=axes, shrink=0.6)
+
+
+def show_list_len_pair_hist(
+    legend: Sequence[str], xlabel: str, ylabel: str, xlist: Sequence, ylist: Sequence
+) -> None:
+    """Histograms of the lengths of paired sequences (source and target sentences), the
+    second hatched."""
+    set_figsize()
+    plt = _pyplot()
+    _, _, patches = plt.hist([[len(seq) for seq in xlist], [len(seq) for seq in ylist]])
+    plt.xlabel(xlabel)
+    plt.ylabel(ylabel)
+    for patch in patches[1].patches:
+        patch.set_hatch("/")
+    plt.legend(legend)
 
 
 class Module(_nn.Module, HyperParameters):
