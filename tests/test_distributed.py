@@ -320,3 +320,17 @@ def test_a_gluon_trainer_shares_the_kvstore_with_multidev(tmp_path):
         np.testing.assert_array_equal(results[0][key], results[1][key])
     assert results[0]["gluon"] != [0.5] * 6  # the trainer stepped
     assert results[0]["total"] == results[1]["total"] == [3.0]
+
+
+@pytest.mark.skipif(BK != "jax", reason="JAX's runtime must not start before jax.distributed")
+def test_jax_tensors_before_the_process_group_are_a_clear_error(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import multidev as md\nfrom multidev import distributed as dist\n"
+        "x = md.ones((2,)) + 1\ndist.init_process_group()\n"
+    )
+    res = _launch([str(script)])
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "DistributedError: Expected jax.distributed to start before JAX computed" in out, out
+    assert "Call md.distributed.init_process_group() first in the script" in out, out

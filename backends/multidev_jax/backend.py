@@ -83,7 +83,7 @@ def _count_gpus() -> int:
         if n is not None:
             return n
     try:
-        return len(jax.devices("gpu"))
+        return len(jax.local_devices(backend="gpu"))
     except RuntimeError:  # no GPU backend in this jaxlib (the CPU wheel)
         return 0
 
@@ -147,7 +147,9 @@ class Backend(Jit, Autograd, AdapterBase):
         found = [CPU0]
         for platform in ("cpu", "gpu"):
             with suppress(RuntimeError):
-                found += [Device(platform, i) for i in range(len(jax.devices(platform)))]
+                found += [
+                    Device(platform, i) for i in range(len(jax.local_devices(backend=platform)))
+                ]
         return sorted(set(found), key=lambda d: (d.type != "cpu", d.index))
 
     count_gpus = staticmethod(_count_gpus)
@@ -156,9 +158,10 @@ class Backend(Jit, Autograd, AdapterBase):
         return self._default
 
     def make_native_device(self, dev: Device) -> Any:
-        """``jax.devices(platform)[index]``."""
+        """``jax.local_devices(backend=platform)[index]``: this process's devices (in a
+        ``jax.distributed`` job ``jax.devices()`` lists every process's)."""
         if dev in self.device_set():
-            return jax.devices(dev.type)[dev.index]
+            return jax.local_devices(backend=dev.type)[dev.index]
         raise DeviceError(
             f"Expected one of the devices the jax backend has "
             f"({', '.join(str(d) for d in self.devices())}). Received: {dev}."
@@ -170,7 +173,7 @@ class Backend(Jit, Autograd, AdapterBase):
         if kind is None:
             return None
         with suppress(RuntimeError, ValueError):
-            return Device(kind, jax.devices(obj.platform).index(obj))
+            return Device(kind, jax.local_devices(backend=obj.platform).index(obj))
         return None
 
     # tensors ---------------------------------------------------------------

@@ -102,7 +102,7 @@ class Jit(JitHooks, ExportHooks):
         """Wait for the work queued on ``dev`` (every device when None): JAX dispatches
         asynchronously and runs a device's computations in order, so the end of one more
         computation there is the end of the work queued before it."""
-        natives = jax.devices() if dev is None else [self.native_device(dev)]  # type: ignore[attr-defined]
+        natives = jax.local_devices() if dev is None else [self.native_device(dev)]  # type: ignore[attr-defined]
         for d in natives:
             (jnp.zeros((), device=d) + 1).block_until_ready()
 

@@ -26,7 +26,7 @@ from typing import Any
 import mxnet as mx
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group, Job
+from multidev.distributed.group import DistributedError, Group, Job, exit_on_error
 from multidev.distributed.launch import Proc
 
 from .updates import invoke, op_handle
@@ -246,23 +246,6 @@ class _DistKVStore(mx.kvstore.KVStore):
         self.handle = mx.base.KVStoreHandle()  # freed: ``__del__`` frees a null handle
 
 
-def _exit_on_error(previous: Any) -> Any:
-    """A ``sys.excepthook`` that reports the exception as ``previous`` does, then ends the
-    process with exit code 1 at once: the interpreter's shutdown would free the kvstore,
-    which waits for every other worker (which wait for this one)."""
-
-    def hook(kind: Any, value: Any, tb: Any) -> None:
-        previous(kind, value, tb)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
-        os._exit(1)
-
-    return hook
-
-
 class MXNetGroup(Group):
     """A ``dist_sync`` kvstore: an all-reduce is a push (the server sums every worker's
     value) then a pull into the same array. Ranks are the launcher's (``RANK``), which name
@@ -278,7 +261,8 @@ class MXNetGroup(Group):
         self._key = _Keys(kv)
         self._pushes: dict[tuple, _PushPull] = {}
         self._previous_hook = sys.excepthook
-        self._hook = sys.excepthook = _exit_on_error(self._previous_hook)
+        # the interpreter's shutdown would free the kvstore, which waits for every other worker
+        self._hook = sys.excepthook = exit_on_error(self._previous_hook)
         atexit.register(self.close)
 
     def all_reduce(self, x: Any) -> Any:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from ..device import Device
 
-__all__ = ["DistributedError", "Group", "Job", "LocalGroup"]
+__all__ = ["DistributedError", "Group", "Job", "LocalGroup", "exit_on_error"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,20 @@ class LocalGroup(Group):
 
     def barrier(self) -> None:
         return None
+
+
+def exit_on_error(previous: Any) -> Any:
+    """A ``sys.excepthook`` that reports the exception as ``previous`` does, then ends the
+    process with exit code 1 at once, for engines whose clean shutdown waits for every other
+    worker (which wait for this one): MXNet's kvstore, JAX's coordination service."""
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        previous(kind, value, tb)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(1)
+
+    return hook

@@ -37,6 +37,7 @@ import collections
 import errno
 import glob
 import json
+import math
 import os
 import re
 import signal
@@ -1045,10 +1046,21 @@ def _watch(
     failure), or every worker of every node has succeeded (None)."""
     workers = [(p, q) for p, q in running if p.worker]
     reported = False
+    # when each process ended, taken by a thread that waits for it: a rank that fails ends
+    # the others' collectives, and two exits within one poll are ordered by these times
+    ended: dict[int, float] = {}
+
+    def reap(q: subprocess.Popen) -> None:
+        q.wait()
+        ended[q.pid] = time.monotonic()
+
+    for _, q in running:
+        threading.Thread(target=reap, args=(q,), daemon=True).start()
     while True:
         failed = [(p, q) for p, q in running if q.poll() not in (None, 0)]
         if failed:
-            return failed[0]
+            time.sleep(0.05)  # the waiting threads' times of the exits just seen
+            return min(failed, key=lambda pq: ended.get(pq[1].pid, math.inf))
         if peers is not None and peers.failure is not None:
             output.note(
                 f"multidev launch: {peers.failure.headline()}; stopping this node's processes."

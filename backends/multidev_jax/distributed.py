@@ -1,0 +1,204 @@
+"""What differs on JAX for ``md.distributed``: ``jax.distributed`` (its coordination service
+at the rank-0 address) with gloo collectives between the processes' CPU devices.
+
+JAX's collectives live inside compiled programs over a global mesh of every process's devices.
+The eager all-reduce of one array is therefore a small ``jax.jit`` program, compiled once per
+shape and dtype: each rank's array becomes its row of a global array sharded over the mesh,
+and the program's replicated sum is read back from this process's device. A gradient bucket
+is one array, so a DDP step costs one such call per bucket.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from multidev.device import Device
+from multidev.distributed.group import DistributedError, Group, Job, exit_on_error
+
+from .autograd import STATE, Variable
+
+__all__ = ["JaxGroup", "recorded_all_reduce", "start"]
+
+
+class _Deadline:
+    """Ends this worker (exit code 1, after a message naming its rank and the bound) when a
+    collective has not completed within ``timeout`` seconds: gloo waits far longer for a
+    worker that hangs. A daemon thread checks the open wait a few times a second; the wait
+    itself is in XLA's C++ code, which releases the GIL."""
+
+    def __init__(self, rank: int, timeout: float) -> None:
+        self.rank = rank
+        self.timeout = timeout
+        self._since: float | None = None
+        threading.Thread(target=self._check, name="multidev-jax-deadline", daemon=True).start()
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        self._since = time.monotonic()
+        try:
+            yield
+        finally:
+            self._since = None
+
+    def _check(self) -> None:
+        while True:
+            time.sleep(min(0.5, self.timeout / 4))
+            since = self._since
+            if since is not None and time.monotonic() - since > self.timeout:
+                os.write(
+                    2,
+                    (
+                        "multidev.distributed.DistributedError: Expected every worker to take "
+                        f"part in the all-reduce within {self.timeout:g} s. Received: no result "
+                        f"on rank {self.rank} (another worker stopped or hangs). Ending this "
+                        "worker with exit code 1. If a rank may wait longer for the others, "
+                        "raise the bound: init_process_group(timeout=...) or "
+                        "MULTIDEV_DIST_TIMEOUT.\n"
+                    ).encode(),
+                )
+                os._exit(1)
+
+
+class JaxGroup(Group):
+    """Every process's devices as one mesh axis; collectives are compiled programs over it.
+    A collective waits for its result (bounded by the group's timeout), and an uncaught
+    exception ends the process at once: JAX's shutdown at exit waits for every other worker."""
+
+    engine = "jax.distributed (gloo)"
+
+    def __init__(
+        self, rank: int, world_size: int, local_rank: int, device: Device, timeout: float
+    ) -> None:
+        super().__init__(rank, world_size, local_rank, device)
+        if world_size > 1:
+            self._deadline = _Deadline(rank, timeout)
+            self._previous_hook = sys.excepthook
+            self._hook = sys.excepthook = exit_on_error(self._previous_hook)
+        # one device per process, its first: a process may hold several CPU devices
+        # (MULTIDEV_JAX_CPU_DEVICES), and the group is one rank per process
+        firsts: dict[int, Any] = {}
+        for d in sorted(jax.devices(), key=lambda d: d.id):
+            firsts.setdefault(d.process_index, d)
+        mesh = Mesh(np.array([firsts[p] for p in sorted(firsts)]), ("ranks",))
+        self._rows = NamedSharding(mesh, PartitionSpec("ranks"))
+        self._local = firsts[jax.process_index()]
+        self._sum = jax.jit(
+            lambda rows: rows.sum(0, dtype=rows.dtype),
+            out_shardings=NamedSharding(mesh, PartitionSpec()),
+        )
+
+    def all_reduce(self, x: Any) -> Any:
+        if isinstance(x, Variable):  # a parameter's native: the sum of its current array
+            x = x.value
+        if self.world_size == 1:
+            return x
+        row = jax.device_put(x[None], self._local)
+        rows = jax.make_array_from_single_device_arrays(
+            (self.world_size, *x.shape), self._rows, [row]
+        )
+        try:
+            with self._deadline.waiting():
+                total = self._sum(rows).addressable_data(0).block_until_ready()
+            return jax.device_put(total, next(iter(x.devices())))
+        except (jax.errors.JaxRuntimeError, ValueError) as e:  # gloo's errors are ValueErrors
+            # the worker that stopped is the job's first failure: its exit is what ended this
+            # collective, and the launcher names the rank that exits first
+            time.sleep(1.0)
+            raise DistributedError(
+                f"Expected all {self.world_size} workers to take part in the all-reduce. "
+                f"Received: {e} on rank {self.rank} (a worker stopped or is too slow). Check "
+                "the other workers' output."
+            ) from e
+
+    def broadcast(self, x: Any, src: int) -> Any:
+        if isinstance(x, Variable):
+            x = x.value
+        return self.all_reduce(x if self.rank == src else jax.numpy.zeros_like(x))
+
+    def barrier(self) -> None:
+        self.all_reduce(jax.numpy.zeros((1,), np.float32)).block_until_ready()
+
+    def close(self) -> None:
+        if self.world_size > 1:
+            if sys.excepthook is self._hook:
+                sys.excepthook = self._previous_hook
+            jax.distributed.shutdown()
+
+
+def recorded_all_reduce(group: JaxGroup, x: Any) -> Any:
+    """The sum of native ``x`` over every rank, on the open tape as an op of its own whose
+    gradient is the sum over the ranks of the gradient that reaches it (``nn.SyncBatchNorm``'s
+    statistics). The collective runs eagerly, so the tape keeps its vjp as a function of
+    the cotangent rather than a ``jax.vjp`` of a traceable function."""
+    total = group.all_reduce(x)
+    rec = STATE.current
+    key = None if rec is None else rec.key(x)
+    if rec is None or key is None:
+        return total
+    if id(total) in rec.nodes or total is x:  # a result must be a new node of the tape
+        total = jnp.array(total, copy=True)
+    rec.nodes[id(total)] = total
+    rec.entries.append(
+        (
+            lambda ct: (group.all_reduce(ct),),
+            [key],
+            [id(total)],
+            jax.tree_util.tree_structure(total),
+            [total],
+        )
+    )
+    return total
+
+
+def start(job: Job) -> JaxGroup:
+    """Join through ``jax.distributed.initialize`` (its coordination service on rank 0 at
+    ``master_addr:master_port``), with gloo for the collectives between CPU devices. It must
+    run before JAX computes anything in the process."""
+    if job.backend not in (None, "gloo"):
+        raise ValueError(f"Expected backend None or 'gloo' on JAX. Received: {job.backend!r}")
+    if job.world_size > 1:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        if job.rank == 0:
+            from multidev.distributed.launch import check_port
+
+            check_port(job.master_port, "JAX's coordination service on rank 0 (MASTER_PORT)")
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
+        try:
+            jax.distributed.initialize(
+                coordinator_address=f"{job.master_addr}:{job.master_port}",
+                num_processes=job.world_size,
+                process_id=job.rank,
+                initialization_timeout=max(1, int(job.timeout)),
+            )
+        except RuntimeError as e:
+            if "before any JAX" in str(e):
+                raise DistributedError(
+                    "Expected jax.distributed to start before JAX computed anything. Received: "
+                    f"{str(e).rstrip('.')}. Call md.distributed.init_process_group() first in the script, "
+                    "before creating tensors."
+                ) from e
+            raise job.meeting_error(e) from e
+        finally:
+            if main and sigterm is not None:
+                # the coordination service's preemption notifier takes SIGTERM and only logs
+                # it, so a worker a launcher or scheduler stops would run on until SIGKILL
+                signal.signal(signal.SIGTERM, sigterm)
+        if jax.process_count() != job.world_size:
+            raise DistributedError(
+                f"Expected {job.world_size} processes in the JAX job. Received: "
+                f"{jax.process_count()}. Start every worker with the same WORLD_SIZE."
+            )
+    return JaxGroup(job.rank, job.world_size, job.local_rank, Device("cpu", 0), job.timeout)
