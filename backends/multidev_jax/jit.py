@@ -10,7 +10,10 @@ them into the Variables while it traces, and returns their new arrays (an optimi
 rebinds them), which are written back after each call. Other Variables the step reads are
 constants of the trace; a write to one is refused (the trace then runs eagerly, with
 md.jit's warning).
-New shapes or dtypes retrace (``jax.jit``'s own rule).
+New shapes or dtypes retrace (``jax.jit``'s own rule). Nothing is donated: on the CPU
+``np.asarray`` of a parameter (``p.numpy()``, a user's ``np.asarray(p)``) can be a view of the
+array's buffer, and a donated buffer is reused by the next call's results, so such a view
+would change under its holder.
 
 ``md.export`` writes ``jax.export``'s serialization of the block's forward, traced the same
 way with its parameters and buffers as constants.
