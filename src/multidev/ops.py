@@ -396,14 +396,20 @@ def _nonempty(x: Tensor, what: str, axis: Any = None) -> None:
 
 
 def max(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Largest element over ``axis`` (all axes when None); an empty reduction raises ValueError."""
+    """Largest element over ``axis`` (all axes when None); an empty reduction raises ValueError.
+    With a tensor in place of ``axis``, PyTorch's ``torch.max(input, other)``: ``maximum``."""
+    if isinstance(axis, Tensor):
+        return maximum(x, axis)
     x = as_tensor(x)
     _nonempty(x, "max", axis)
     return wrap(x, call(x, "max", x._native, _axes(x, axis), keepdims), x._dtype)
 
 
 def min(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Smallest element over ``axis`` (all axes when None); an empty reduction raises ValueError."""
+    """Smallest element over ``axis`` (all axes when None); an empty reduction raises ValueError.
+    With a tensor in place of ``axis``, PyTorch's ``torch.min(input, other)``: ``minimum``."""
+    if isinstance(axis, Tensor):
+        return minimum(x, axis)
     x = as_tensor(x)
     _nonempty(x, "min", axis)
     return wrap(x, call(x, "min", x._native, _axes(x, axis), keepdims), x._dtype)

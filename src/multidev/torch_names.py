@@ -270,12 +270,14 @@ def _min_max(fn: Any, arg: Any, name: str):
     ) -> Any:
         if dim is None:  # the Array API's form: one tensor
             return fn(self, axis=axis, keepdims=keepdims)
+        if isinstance(dim, Tensor):  # x.max(other): the elementwise maximum
+            return fn(self, dim)
         return (fn(self, axis=dim, keepdims=keepdim), arg(self, axis=dim, keepdims=keepdim))
 
     method.__name__ = name
     method.__doc__ = (
-        f"The {name} of all elements (or over ``axis=``), or ``(values, indices)`` along a "
-        "``dim`` as PyTorch."
+        f"The {name} of all elements (or over ``axis=``), ``(values, indices)`` along a "
+        f"``dim``, or the elementwise {name}imum with a tensor, as PyTorch."
     )
     return method
 

@@ -430,6 +430,11 @@ _SAME_AS_NUMPY = {
     "clamp min": (lambda x: md.clamp(x, min=0.5), lambda a: np.maximum(a, 0.5)),
     "max(dim) values": (lambda x: x.max(1)[0], lambda a: a.max(1)),
     "min(dim) indices": (lambda x: x.min(2, keepdim=True)[1], lambda a: a.argmin(2)[..., None]),
+    "max(input, other)": (
+        lambda x: md.max(1 - md.abs(x), md.zeros_like(x)),
+        lambda a: np.maximum(1 - np.abs(a), 0),
+    ),
+    "min(other) method": (lambda x: x.min(x[0]), lambda a: np.minimum(a, a[0])),
     "bmm": (lambda x: md.bmm(x, x.transpose(1, 2)), lambda a: a @ np.swapaxes(a, 1, 2)),
     "dot": (lambda x: md.dot(x[0, 1], x[1, 2]), lambda a: np.dot(a[0, 1], a[1, 2])),
     "dot method": (lambda x: x[1, 0].dot(x[0, 0]), lambda a: np.dot(a[1, 0], a[0, 0])),
