@@ -275,6 +275,18 @@ def test_jit_step_equals_eager():
 
 
 @needs_autograd
+def test_jit_on_a_backend_that_cannot_trace_backward_warns_once_and_runs_eagerly():
+    bk = md.registry.current()
+    if bk.jit_backward_unsupported is None:
+        pytest.skip(f"{bk.name}'s compiler traces backward()")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _trainer(1, jit=True).fit(_net(), _loader())
+    found = [str(w.message) for w in caught if issubclass(w.category, md.JitWarning)]
+    assert len(found) == 1 and "runs eagerly" in found[0], found
+
+
+@needs_autograd
 def test_device_places_model_and_batches():
     dev = md.devices()[-1]
     tr = _trainer(1, device=dev)

@@ -289,6 +289,21 @@ class Trainer:
             return loss.detach(), extra, outputs
 
         if self.jit:
+            bk = params[0]._bk if params else registry.current()
+            reason = bk.jit_backward_unsupported
+            if reason is not None:
+                # the step calls backward(), which this backend's compiler cannot trace: known
+                # here, so no trace is begun only to be abandoned at backward()
+                import warnings
+
+                from .errors import JitWarning
+
+                warnings.warn(
+                    f"Trainer(jit=True): the training step runs eagerly on {bk.name}: {reason}",
+                    JitWarning,
+                    stacklevel=3,
+                )
+                return step
             from .jit import jit
 
             return jit(step)
