@@ -43,7 +43,7 @@ KNOWN: tuple[tuple[str, str], ...] = (
         "X.size(1): md's Tensor.size is the Array API's element count (an int), PyTorch's a method",
     ),
     (
-        r"No module named '(pandas|mpl_toolkits|matplotlib)'",
+        r"No module named '(pandas|mpl_toolkits|matplotlib)'|plots .* need matplotlib",
         "pandas (and in MXNet's environment matplotlib) is not installed in the test environments",
     ),
     (

@@ -153,7 +153,12 @@ def _short_trainer(lib: Library) -> None:
 
 
 def run_section(path: Path, lib: Library) -> list[dict]:
-    """Run the section's PyTorch cells in one namespace; one record per cell."""
+    """Run the section's PyTorch cells in one namespace, from the same seed whatever ran
+    before (the book's checks on random data then see the same data in every run); one
+    record per cell."""
+    import multidev as md
+
+    md.manual_seed(0)
     ns: dict = {"__name__": "__d2l_cell__", "d2l": lib, "tab": Tab()}
     records = []
     for i, cell in enumerate(pytorch_cells(path.read_text(encoding="utf-8"))):
