@@ -125,10 +125,10 @@ class JaxGroup(Group):
     def broadcast(self, x: Any, src: int) -> Any:
         if isinstance(x, Variable):
             x = x.value
-        return self.all_reduce(x if self.rank == src else jax.numpy.zeros_like(x))
+        return self.all_reduce(x if self.rank == src else jnp.zeros_like(x))
 
     def barrier(self) -> None:
-        self.all_reduce(jax.numpy.zeros((1,), np.float32)).block_until_ready()
+        self.all_reduce(jnp.zeros((1,), np.float32)).block_until_ready()
 
     def close(self) -> None:
         if self.world_size > 1:
