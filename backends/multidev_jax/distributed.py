@@ -10,13 +10,10 @@ is one array, so a DDP step costs one such call per bucket.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import jax
@@ -25,50 +22,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group, Job, exit_on_error
+from multidev.distributed.group import DistributedError, Group, Job, Watchdog, exit_on_error
 
 from .autograd import STATE, Variable
 
 __all__ = ["JaxGroup", "recorded_all_reduce", "start"]
-
-
-class _Deadline:
-    """Ends this worker (exit code 1, after a message naming its rank and the bound) when a
-    collective has not completed within ``timeout`` seconds: gloo waits far longer for a
-    worker that hangs. A daemon thread checks the open wait a few times a second; the wait
-    itself is in XLA's C++ code, which releases the GIL."""
-
-    def __init__(self, rank: int, timeout: float) -> None:
-        self.rank = rank
-        self.timeout = timeout
-        self._since: float | None = None
-        threading.Thread(target=self._check, name="multidev-jax-deadline", daemon=True).start()
-
-    @contextmanager
-    def waiting(self) -> Iterator[None]:
-        self._since = time.monotonic()
-        try:
-            yield
-        finally:
-            self._since = None
-
-    def _check(self) -> None:
-        while True:
-            time.sleep(min(0.5, self.timeout / 4))
-            since = self._since
-            if since is not None and time.monotonic() - since > self.timeout:
-                os.write(
-                    2,
-                    (
-                        "multidev.distributed.DistributedError: Expected every worker to take "
-                        f"part in the all-reduce within {self.timeout:g} s. Received: no result "
-                        f"on rank {self.rank} (another worker stopped or hangs). Ending this "
-                        "worker with exit code 1. If a rank may wait longer for the others, "
-                        "raise the bound: init_process_group(timeout=...) or "
-                        "MULTIDEV_DIST_TIMEOUT.\n"
-                    ).encode(),
-                )
-                os._exit(1)
 
 
 class JaxGroup(Group):
@@ -83,7 +41,7 @@ class JaxGroup(Group):
     ) -> None:
         super().__init__(rank, world_size, local_rank, device)
         if world_size > 1:
-            self._deadline = _Deadline(rank, timeout)
+            self._watchdog = Watchdog(rank, timeout, "gloo")
             self._previous_hook = sys.excepthook
             self._hook = sys.excepthook = exit_on_error(self._previous_hook)
         # one device per process, its first: a process may hold several CPU devices
@@ -109,18 +67,14 @@ class JaxGroup(Group):
             (self.world_size, *x.shape), self._rows, [row]
         )
         try:
-            with self._deadline.waiting():
+            with self._watchdog.blocking("all-reduce"):
                 total = self._sum(rows).addressable_data(0).block_until_ready()
             return jax.device_put(total, next(iter(x.devices())))
         except (jax.errors.JaxRuntimeError, ValueError) as e:  # gloo's errors are ValueErrors
             # the worker that stopped is the job's first failure: its exit is what ended this
             # collective, and the launcher names the rank that exits first
             time.sleep(1.0)
-            raise DistributedError(
-                f"Expected all {self.world_size} workers to take part in the all-reduce. "
-                f"Received: {e} on rank {self.rank} (a worker stopped or is too slow). Check "
-                "the other workers' output."
-            ) from e
+            raise self.stopped(e) from e
 
     def broadcast(self, x: Any, src: int) -> Any:
         if isinstance(x, Variable):

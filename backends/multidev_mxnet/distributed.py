@@ -17,16 +17,13 @@ import ctypes
 import os
 import sys
 import threading
-import time
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import mxnet as mx
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group, Job, exit_on_error
+from multidev.distributed.group import DistributedError, Group, Job, Watchdog, exit_on_error
 from multidev.distributed.launch import Proc
 
 from .updates import invoke, op_handle
@@ -117,41 +114,24 @@ def _arrays(out: Any) -> list[Any]:
     return [out]
 
 
-class _Watchdog:
-    """Ends this worker (exit code 1, after a message naming its rank and the bound) when a
-    collective has not completed within ``timeout`` seconds: ps-lite has no timeout of its
-    own, so a worker that stopped or hung left the others waiting forever. The kvstore's
-    collectives return before their result arrives: a thread of the watchdog waits for each
-    result in turn (the array its pull writes, ``watch``), and a call that waits in the
-    calling thread (a barrier, a key's init, the kvstore's release) marks itself with
-    ``blocking``. A second thread checks a few times a second how long the oldest wait has
-    lasted. Both are Python threads that wait in MXNet's C calls, which release the GIL."""
+class _Watchdog(Watchdog):
+    """The group's ``Watchdog``, which also times the kvstore's collectives that return
+    before their result arrives: a thread of its own waits for each result in turn (the
+    array its pull writes, ``watch``) inside ``blocking``."""
 
     def __init__(self, rank: int, timeout: float) -> None:
-        self.rank = rank
-        self.timeout = timeout
+        super().__init__(rank, timeout, "kvstore")
         self._cv = threading.Condition()
         self._results: collections.deque[tuple[str, Any]] = collections.deque()
-        #: what is being waited for -> (its name, since when)
-        self._waits: dict[object, tuple[str, float]] = {}
-        for target in (self._wait_results, self._check):
-            threading.Thread(target=target, name="multidev-kvstore-watchdog", daemon=True).start()
+        threading.Thread(
+            target=self._wait_results, name="multidev-kvstore-watchdog", daemon=True
+        ).start()
 
     def watch(self, what: str, x: Any) -> None:
         """Count the wait for ``x`` (an array a collective writes) against the timeout."""
         with self._cv:
             self._results.append((what, x))
             self._cv.notify()
-
-    @contextmanager
-    def blocking(self, what: str) -> Iterator[None]:
-        """Count the time the calling thread spends inside the block against the timeout."""
-        token = object()
-        self._waits[token] = (what, time.monotonic())
-        try:
-            yield
-        finally:
-            del self._waits[token]
 
     def _wait_results(self) -> None:
         while True:
@@ -165,30 +145,6 @@ class _Watchdog:
                 except mx.base.MXNetError:  # raised again where the program reads the array
                     pass
             del x
-
-    def _check(self) -> None:
-        while True:
-            time.sleep(min(0.5, self.timeout / 4))
-            now = time.monotonic()
-            late = [w for w in list(self._waits.values()) if now - w[1] > self.timeout]
-            if late:
-                self._fail(late[0][0])
-
-    def _fail(self, what: str) -> None:
-        message = (
-            f"multidev.distributed.DistributedError: Expected every worker to take part in the "
-            f"kvstore's {what} within {self.timeout:g} s. Received: no result after "
-            f"{self.timeout:g} s on rank {self.rank} (another worker stopped or hangs). Ending "
-            "this worker with exit code 1. If a rank may wait longer for the others (writing "
-            "a checkpoint), raise the bound: init_process_group(timeout=...) or "
-            "MULTIDEV_DIST_TIMEOUT.\n"
-        )
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-        os.write(2, message.encode())
-        os._exit(1)
 
 
 class _DistKVStore(mx.kvstore.KVStore):

@@ -89,14 +89,6 @@ class TFGroup(Group):
             raise self.stopped(e) from e
         return self.strategy.experimental_local_results(out)[0]
 
-    def stopped(self, e: BaseException) -> DistributedError:
-        """The error for a collective that failed because a worker stopped or was too slow."""
-        return DistributedError(
-            f"Expected all {self.world_size} workers to take part in the all-reduce. "
-            f"Received: {type(e).__name__} on rank {self.rank} (a worker stopped or is too "
-            "slow). Check the other workers' output."
-        )
-
     def all_reduce(self, x: Any) -> Any:
         return self._collective("sum", tf.convert_to_tensor(x))
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import autograd
 from . import nn as _nn
+from .callbacks import in_notebook
 from .creation import asarray, zeros
 from .data import DataLoader, TensorDataset
 from .device import Device, try_all_gpus, try_gpu
@@ -140,7 +141,7 @@ class ProgressBoard(HyperParameters):
             return
         points.append((sum(p[0] for p in raw) / every_n, sum(p[1] for p in raw) / every_n))
         raw.clear()
-        if self.display and _in_notebook():
+        if self.display and in_notebook():
             self._render(show=True)
 
     def _render(self, show: bool = False) -> Any:
@@ -182,20 +183,11 @@ def _cycle(items: Sequence[str]) -> Iterable[str]:
         yield from items
 
 
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-
-
 def _pyplot() -> Any:
     try:
         import matplotlib
 
-        if not _in_notebook():
+        if not in_notebook():
             matplotlib.use("Agg")
         from matplotlib import pyplot as plt
     except ImportError:
@@ -214,7 +206,7 @@ def __getattr__(name: str) -> Any:
 
 def use_svg_display() -> None:
     """Show figures as SVG in Jupyter; outside a notebook there is nothing to switch."""
-    if _in_notebook():
+    if in_notebook():
         from matplotlib_inline import backend_inline
 
         backend_inline.set_matplotlib_formats("svg")

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ..device import Device
 
-__all__ = ["DistributedError", "Group", "Job", "LocalGroup", "exit_on_error"]
+__all__ = ["DistributedError", "Group", "Job", "LocalGroup", "Watchdog", "exit_on_error"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,14 @@ class Group:
     def barrier(self) -> None:
         raise NotImplementedError
 
+    def stopped(self, e: BaseException) -> DistributedError:
+        """The error for a collective that failed because a worker stopped or was too slow."""
+        return DistributedError(
+            f"Expected all {self.world_size} workers to take part in the all-reduce. "
+            f"Received: {type(e).__name__} on rank {self.rank} (a worker stopped or is too "
+            "slow). Check the other workers' output."
+        )
+
     def close(self) -> None:
         """Release the engine's resources."""
 
@@ -125,3 +137,54 @@ def exit_on_error(previous: Any) -> Any:
         os._exit(1)
 
     return hook
+
+
+class Watchdog:
+    """Ends this worker (exit code 1, after a message naming its rank and the bound) when a
+    wait for the other workers has lasted more than ``timeout`` seconds, for engines whose
+    collectives have no timeout of their own (MXNet's kvstore) or a much longer one (gloo
+    under JAX). A call that waits marks itself with ``blocking``; a daemon thread checks a
+    few times a second how long the oldest wait has lasted. The waits are in the engines' C
+    code, which releases the GIL."""
+
+    def __init__(self, rank: int, timeout: float, engine: str) -> None:
+        self.rank = rank
+        self.timeout = timeout
+        self.engine = engine
+        #: what is being waited for -> (its name, since when)
+        self._waits: dict[object, tuple[str, float]] = {}
+        threading.Thread(target=self._check, name="multidev-watchdog", daemon=True).start()
+
+    @contextmanager
+    def blocking(self, what: str) -> Iterator[None]:
+        """Count the time the calling thread spends inside the block against the timeout."""
+        token = object()
+        self._waits[token] = (what, time.monotonic())
+        try:
+            yield
+        finally:
+            del self._waits[token]
+
+    def _check(self) -> None:
+        while True:
+            time.sleep(min(0.5, self.timeout / 4))
+            now = time.monotonic()
+            late = [w for w in list(self._waits.values()) if now - w[1] > self.timeout]
+            if late:
+                self._fail(late[0][0])
+
+    def _fail(self, what: str) -> None:
+        message = (
+            f"multidev.distributed.DistributedError: Expected every worker to take part in the "
+            f"{self.engine}'s {what} within {self.timeout:g} s. Received: no result after "
+            f"{self.timeout:g} s on rank {self.rank} (another worker stopped or hangs). Ending "
+            "this worker with exit code 1. If a rank may wait longer for the others (writing "
+            "a checkpoint), raise the bound: init_process_group(timeout=...) or "
+            "MULTIDEV_DIST_TIMEOUT.\n"
+        )
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.write(2, message.encode())
+        os._exit(1)

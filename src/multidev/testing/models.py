@@ -154,17 +154,22 @@ TORCH_EXPECTED: dict[str, dict[str, Any]] = {
 }
 
 
-def mse_train_step(net: Any, opt: Any, *, detach: bool = False) -> Any:
-    """A multidev training step of ``net`` on mean-squared error: record, forward, loss,
+def train_step(net: Any, opt: Any, loss_fn: Any, *, detach: bool = False) -> Any:
+    """A multidev training step ``step(X, y)`` of ``net``: record, forward, ``loss_fn(out, y)``,
     ``backward()``, ``opt.step()``, ``opt.zero_grad()``; returns the loss (detached if asked)."""
     import multidev as md
 
     def step(X: Any, y: Any) -> Any:
         with md.autograd.record():
-            loss = ((net(X) - y) ** 2).mean()
+            loss = loss_fn(net(X), y)
         loss.backward()
         opt.step()
         opt.zero_grad()
         return loss.detach() if detach else loss
 
     return step
+
+
+def mse_train_step(net: Any, opt: Any, *, detach: bool = False) -> Any:
+    """``train_step`` on mean-squared error."""
+    return train_step(net, opt, lambda out, y: ((out - y) ** 2).mean(), detach=detach)

@@ -22,7 +22,7 @@ import pytest
 
 import multidev as md
 from multidev import nn
-from multidev.testing.models import mse_train_step
+from multidev.testing.models import mse_train_step, train_step
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -63,6 +63,11 @@ def _jit_warnings(caught) -> list[str]:
 
 def _compiles(bk) -> bool:
     return "jit" in bk.capabilities
+
+
+def _compiles_steps(bk) -> bool:
+    """Whether the backend compiles a whole training step (its compiler traces backward())."""
+    return _compiles(bk) and bk.jit_backward_unsupported is None
 
 
 def _trained_alike(run) -> tuple[tuple, tuple, list[str]]:
@@ -113,8 +118,7 @@ def test_train_step_equals_eager(bk):
     eager, jitted, found = _trained_alike(run)
     for a, b in zip(jitted[2], eager[2], strict=True):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
-    expected = 0 if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None) else 1
-    assert len(found) == expected, found
+    assert len(found) == (0 if _compiles_steps(bk) else 1), found
 
 
 @pytest.mark.requires("autograd")
@@ -132,22 +136,12 @@ def test_cnn_train_step_compiles_and_equals_eager(bk):
             nn.Conv2d(2, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2, padding=1),
             nn.Flatten(), nn.Linear(18, 3),
         )  # fmt: skip
-        opt = md.optim.SGD(net.parameters(), lr=0.5)
-
-        def step():
-            with md.autograd.record():
-                loss = nn.functional.cross_entropy(net(X), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
+        step = train_step(net, md.optim.SGD(net.parameters(), lr=0.5), nn.functional.cross_entropy)
         fn = md.jit(step) if compiled else step
-        return [fn().item() for _ in range(3)], _values(net)
+        return [fn(X, y).item() for _ in range(3)], _values(net)
 
     _, _, found = _trained_alike(run)
-    expected = 0 if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None) else 1
-    assert len(found) == expected, found
+    assert len(found) == (0 if _compiles_steps(bk) else 1), found
 
 
 @pytest.mark.requires("autograd")
@@ -275,7 +269,7 @@ def test_train_step_with_captured_tensors(bk):
         return [fn().item() for _ in range(3)], _values(net)
 
     _, _, found = _trained_alike(run)
-    if _compiles(bk) and not getattr(bk, "jit_backward_unsupported", None):
+    if _compiles_steps(bk):
         assert found == []
     else:  # the warning gives the backend's own reason, not a failed trace
         assert len(found) == 1 and "tracing it failed" not in found[0], found
