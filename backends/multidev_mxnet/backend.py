@@ -70,7 +70,9 @@ class Backend(Jit, Autograd, AdapterBase):
     }
     convert_hint = "Convert it first, e.g. with x.astype('float32')."
     move_hint = "Move it first, e.g. with x.copyto(mx.cpu())."
-    array_limits = ArrayLimits(ndim=32, dim=2**31 - 1, elements=2**31 - 1)
+    # MXNet holds 32 dimensions, but its elementwise kernels broadcast over at most five that
+    # do not merge, and fail at the next read (asynchronously), where the core cannot retry
+    array_limits = ArrayLimits(ndim=32, dim=2**31 - 1, elements=2**31 - 1, broadcast_ndim=5)
 
     def __init__(self) -> None:
         super().__init__()

@@ -29,6 +29,7 @@ from .dispatch import (
     cast,
     check_same,
     elementwise,
+    expand,
     floating,
     new_tensor,
     wrap,
@@ -257,8 +258,10 @@ class ArrayNamespaceInfo:
 
     def capabilities(self) -> dict[str, Any]:
         """What the backend supports; "max dimensions" is the framework's own limit (the
-        adapter's ``array_limits.ndim``: 9 on Paddle, 32 on MXNet, 64 elsewhere)."""
-        ndim = registry.current().array_limits.ndim
+        adapter's ``array_limits``: 9 on Paddle, 5 on MXNet, whose elementwise kernels
+        broadcast over at most five dimensions, 64 elsewhere)."""
+        limits = registry.current().array_limits
+        ndim = min(limits.ndim, limits.broadcast_ndim)
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": ndim}
 
     def default_device(self) -> Device:
@@ -879,7 +882,14 @@ def broadcast_to(x: Any, /, shape: Sequence[int]) -> Tensor:
             op="broadcast_to",
             shapes=(x.shape, shape),
         )
-    return wrap(x, call(x, "broadcast_to", x._native, shape), x._dtype)
+    try:
+        out = call(x, "broadcast_to", x._native, shape)
+    except Exception as e:  # more dimensions than the framework's kernel broadcasts at once
+        try:
+            out = expand(x._bk, x._dev, x._native, x.shape, shape)
+        except Exception:
+            raise e from None
+    return wrap(x, out, x._dtype)
 
 
 def broadcast_arrays(*arrays: Any) -> list[Tensor]:

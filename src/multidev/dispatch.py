@@ -47,6 +47,7 @@ __all__ = [
     "coerce",
     "device_for",
     "elementwise",
+    "expand",
     "floating",
     "from_host",
     "getitem",
@@ -56,6 +57,7 @@ __all__ = [
     "on",
     "operands",
     "rbinop",
+    "recover",
     "setitem",
     "tensor_class",
     "to",
@@ -402,16 +404,61 @@ def check_shapes(bk: Any, name: str, operands: Sequence[Any], exc: BaseException
         ) from exc
 
 
+def recover(bk: Any, dev: Any, name: str, fn: Any, operands: Sequence[Any], exc: Exception) -> Any:
+    """Called where the elementwise native op ``fn`` (public name ``name``) raised ``exc`` on
+    ``operands`` (Tensors, native tensors or Python scalars): ShapeError where the shapes do
+    not fit (``check_shapes``). Where they broadcast but the framework's kernel could not
+    (TensorFlow broadcasts at most five dimensions that do not merge, and selects in at most
+    eight), ``fn`` runs again on the operands broadcast to the result's shape one dimension
+    at a time and flattened, and the result takes that shape; else ``exc`` stands. Only the
+    failure path pays for it."""
+    check_shapes(bk, name, operands, exc)
+    try:
+        natives = [v._native if isinstance(v, Tensor) else v for v in operands]
+        shapes = [_shape(bk, v) for v in natives]
+        shape = np.broadcast_shapes(*shapes)
+    except Exception:
+        raise exc from None
+    if name == "matmul" or len(shape) <= 1:  # not elementwise, or nothing to flatten
+        raise exc
+    try:
+        flat = [
+            v if not s else on(bk, dev, bk.ops.reshape, expand(bk, dev, v, s, shape), (-1,))
+            for v, s in zip(natives, shapes, strict=True)
+        ]
+        return on(bk, dev, bk.ops.reshape, on(bk, dev, fn, *flat), shape)
+    except Exception:
+        raise exc from None
+
+
+def expand(bk: Any, dev: Any, v: Any, have: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """The native ``v`` of shape ``have`` broadcast to ``shape`` one dimension at a time, each
+    step a broadcast of three dimensions (the dimensions before, the one, those after), which
+    every framework's kernel takes; its gradient is the matching sums."""
+    ops = bk.ops
+    if have == shape:
+        return v
+    have = (*(1,) * (len(shape) - len(have)), *have)
+    v = on(bk, dev, ops.reshape, v, have)
+    for i, n in enumerate(shape):
+        if have[i] != n:
+            before, after = int(np.prod(have[:i])), int(np.prod(have[i + 1 :]))
+            v = on(bk, dev, ops.reshape, v, (before, 1, after))
+            v = on(bk, dev, ops.broadcast_to, v, (before, n, after))
+            have = (*have[:i], n, *have[i + 1 :])
+    return on(bk, dev, ops.reshape, v, have)
+
+
 def elementwise(x: Tensor, name: str, *args: Any, op: str | None = None) -> Any:
     """``call`` for a broadcasting native op of native operands ``args``: where the op raises
     on shapes that do not broadcast, ShapeError naming ``op`` (the public name, where the
     native op differs; ``name`` by default) instead of the framework's error."""
     bk = x._bk
+    fn = getattr(bk.ops, name)
     try:
-        return on(bk, x._dev, getattr(bk.ops, name), *args)
+        return on(bk, x._dev, fn, *args)
     except Exception as e:
-        check_shapes(bk, op or name, args, e)
-        raise
+        return recover(bk, x._dev, op or name, fn, args, e)
 
 
 def coerce(x: Tensor, value: Any) -> Tensor:
@@ -484,8 +531,7 @@ def binop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
         else:
             out = fn(a, b)
     except Exception as e:
-        check_shapes(bk, name, (a, b), e)
-        raise
+        out = recover(bk, dev, name, fn, (a, b), e)
     return new_tensor(out, bk, dev, _dt.bool if kind == CMP else dt)
 
 
@@ -555,13 +601,11 @@ def make_operator(name: str, kind: int):
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
+                    fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
                     try:
-                        out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
-                            self._native, other._native
-                        )
+                        out._native = fn(self._native, other._native)
                     except Exception as e:
-                        check_shapes(bk, name, (self, other), e)
-                        raise
+                        out._native = recover(bk, dev, name, fn, (self, other), e)
                     out._bk = bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -585,13 +629,11 @@ def make_operator(name: str, kind: int):
                     and dev not in bk.scoped_devices
                 ):
                     out = _new(bk.md_tensor_class if bk in _CLASSES else tensor_class(bk))
+                    fn = _NATIVE_OPS.get((name, bk)) or _native_op(name, bk)
                     try:
-                        out._native = (_NATIVE_OPS.get((name, bk)) or _native_op(name, bk))(
-                            self._native, other._native
-                        )
+                        out._native = fn(self._native, other._native)
                     except Exception as e:
-                        check_shapes(bk, name, (self, other), e)
-                        raise
+                        out._native = recover(bk, dev, name, fn, (self, other), e)
                     out._bk = bk
                     out._dev = dev
                     out._dtype = dt
@@ -748,8 +790,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                     try:
                         out._native = fn(self._native, other._native)
                     except Exception as e:
-                        check_shapes(self._bk, name, (self, other), e)
-                        raise
+                        out._native = recover(self._bk, dev, name, fn, (self, other), e)
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -769,8 +810,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                     try:
                         out._native = fn(self._native, other._native)
                     except Exception as e:
-                        check_shapes(self._bk, name, (self, other), e)
-                        raise
+                        out._native = recover(self._bk, dev, name, fn, (self, other), e)
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = dt
@@ -792,8 +832,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                     try:
                         out._native = f(self._native, other._native)
                     except Exception as e:
-                        check_shapes(self._bk, name, (self, other), e)
-                        raise
+                        out._native = recover(self._bk, dev, name, f, (self, other), e)
                     out._bk = self._bk
                     out._dev = dev
                     out._dtype = _BOOL if is_cmp else dt
@@ -831,11 +870,11 @@ def rbinop(x: Tensor, y: Any, name: str, kind: int) -> Tensor:
         # a 0-d tensor of the result dtype: a framework may type a leading Python scalar on
         # its own (TensorFlow makes 0 an int32 whatever the other operand is)
         b = bk.full((), b, dt, x._dev)
+    fn = getattr(bk.ops, name)
     try:
-        out = on(bk, x._dev, getattr(bk.ops, name), b, a)
+        out = on(bk, x._dev, fn, b, a)
     except Exception as e:
-        check_shapes(bk, name, (b, a), e)
-        raise
+        out = recover(bk, x._dev, name, fn, (b, a), e)
     return new_tensor(out, bk, x._dev, _result_dtype(dt, kind))
 
 

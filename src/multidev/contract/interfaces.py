@@ -135,11 +135,15 @@ class ArrayLimits(NamedTuple):
 
     ``ndim``: most dimensions; ``dim``: largest single dimension; ``elements``: largest
     product of the non-zero dimensions. Loading a checkpoint checks every tensor against
-    these (and against NumPy's own byte limit) before reading any data."""
+    these (and against NumPy's own byte limit) before reading any data. ``broadcast_ndim``:
+    most dimensions an elementwise op of the framework broadcasts over where the core cannot
+    step in (MXNet's kernels fail at the next read, not at the call); the Array API's "max
+    dimensions" reports the lower of it and ``ndim``."""
 
     ndim: int = 64
     dim: int = 2**63 - 1
     elements: int = 2**63 - 1
+    broadcast_ndim: int = 64
 
 
 @runtime_checkable

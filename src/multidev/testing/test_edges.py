@@ -202,3 +202,62 @@ def test_softmax_over_an_empty_axis_is_empty_and_keeps_the_dtype():
         for fn in (F.softmax, F.log_softmax):
             y = fn(md.zeros(shape, dtype=md.float64), dim)
             assert y.shape == shape and y.dtype is md.float64
+
+
+def _alternating(ndim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two shapes whose broadcast alternates between them in every dimension, so that no two
+    neighbouring dimensions merge (TensorFlow's and MXNet's kernels broadcast at most five)."""
+    return (
+        tuple(2 if i % 2 == 0 else 1 for i in range(ndim)),
+        tuple(1 if i % 2 == 0 else 3 for i in range(ndim)),
+    )
+
+
+#: elementwise ops that broadcast, each with NumPy's answer
+BROADCASTING: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "add": (lambda x, y: x + y, lambda a, b: a + b),
+    "rsub_of_scalar_and_sum": (lambda x, y: 2.0 - (x * y), lambda a, b: 2.0 - a * b),
+    "less": (lambda x, y: x < y, lambda a, b: a < b),
+    "maximum": (md.maximum, np.maximum),
+    "where": (lambda x, y: md.where(x > 0, x, y), lambda a, b: np.where(a > 0, a, b)),
+    "atan2": (md.atan2, np.arctan2),
+    "broadcast_to": (
+        lambda x, y: md.broadcast_to(x, np.broadcast_shapes(x.shape, y.shape)),
+        lambda a, b: np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape)),
+    ),
+}
+
+
+@pytest.mark.parametrize("op", BROADCASTING)
+def test_broadcasting_up_to_max_dimensions_that_do_not_merge(op):
+    """Every dimension count up to the reported "max dimensions" (at most 9), with the worst
+    shapes for a kernel: the core steps in where the framework's own cannot."""
+    fn, want = BROADCASTING[op]
+    limit = md.__array_namespace_info__().capabilities()["max dimensions"]
+    rng = np.random.default_rng(0)
+    for ndim in range(2, min(limit, 9) + 1):
+        s1, s2 = _alternating(ndim)
+        a = rng.standard_normal(s1).astype(np.float32)
+        b = rng.standard_normal(s2[1:]).astype(np.float32)
+        got = fn(md.asarray(a), md.asarray(b)).numpy()
+        np.testing.assert_allclose(got, want(a, b), rtol=1e-6, err_msg=f"{ndim} dimensions")
+
+
+@pytest.mark.requires("autograd")
+def test_gradients_through_broadcasts_over_many_dimensions():
+    ndim = min(md.__array_namespace_info__().capabilities()["max dimensions"], 8)
+    s1, s2 = _alternating(ndim)
+    a = np.random.default_rng(1).standard_normal(s1).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal(s2).astype(np.float32)
+    x, y = md.nn.Parameter(md.asarray(a)), md.nn.Parameter(md.asarray(b))
+    with md.autograd.record():
+        loss = md.sum(md.where(x > 0, x * y, y))
+    loss.backward()
+    full = np.broadcast_shapes(s1, s2)
+    gx = np.where(a > 0, b, 0.0) * np.ones(full)
+    gy = np.where(a > 0, a, 1.0) * np.ones(full)
+    axes_x = tuple(i for i, n in enumerate(s1) if n == 1)
+    axes_y = tuple(i for i, n in enumerate(s2) if n == 1)
+    assert x.grad is not None and y.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), gx.sum(axes_x, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(y.grad.numpy(), gy.sum(axes_y, keepdims=True), rtol=1e-5)
