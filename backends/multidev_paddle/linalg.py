@@ -34,7 +34,10 @@ def _real_only(name, fn):
 
 
 def _svdvals(x):
-    """paddle.linalg.svdvals flattens every batch axis into one; the stack's shape restored."""
+    """paddle.linalg.svdvals flattens every batch axis into one; the stack's shape restored.
+    Its kernel is real-only: complex matrices' singular values come from Paddle's SVD."""
+    if x.is_complex():
+        return paddle.linalg.svd(x, full_matrices=False)[1]
     return paddle.linalg.svdvals(x).reshape([*x.shape[:-2], min(x.shape[-2:])])
 
 
@@ -66,7 +69,7 @@ LINALG = Extension(
     slogdet=_slogdet,
     pinv=_pinv,
     cross=_cross,
-    svdvals=_real_only("svdvals", _svdvals),
+    svdvals=_svdvals,
     cholesky=_real_only("cholesky", paddle.linalg.cholesky),
     solve=_real_only("solve", paddle.linalg.solve),
     diagonal=lambda x, offset: paddle.diagonal(x, offset, -2, -1),

@@ -135,6 +135,26 @@ def _integer_division(fn, name: str):
     return _wide(_tensor_operands(op), name)
 
 
+def _complex_scalar(fn, name: str):
+    """``_wide(fn)`` (``/``, ``**``) with a Python complex ``b`` made a 0-d tensor first:
+    Paddle's operators turn a 0-d tensor into shape (1,) with one. Two tensors (the core's
+    operators) go to ``fn`` itself."""
+    op = _wide(lambda a, b: fn(a, _full0(a, b) if type(b) is complex else b), name)
+    op.plain = fn
+    return op
+
+
+def _take_along_axis(x, indices, axis):
+    """Paddle's take_along_axis has no complex kernels: complex tensors' real and imaginary
+    parts are taken apart."""
+    if x.is_complex():
+        return paddle.complex(
+            paddle.take_along_axis(paddle.real(x), indices, axis),
+            paddle.take_along_axis(paddle.imag(x), indices, axis),
+        )
+    return paddle.take_along_axis(x, indices, axis)
+
+
 def _clip(x, lo, hi):
     """NumPy's clip (``contract.clip_bounds``): integer tensors keep their dtype."""
     dt = md_dtype(x.dtype)
@@ -235,6 +255,9 @@ OPS = op_table(
     wrap=_wide,
     reduce=_reduction,  # sum, mean, prod, max, min (through _wide: computed wider where needed)
     floor_divide=_integer_division(operator.floordiv, "floor_divide"),
+    divide=_complex_scalar(operator.truediv, "divide"),
+    pow=_complex_scalar(operator.pow, "pow"),
+    take_along_axis=_wide(_take_along_axis, "take_along_axis"),
     # Paddle's einsum has float32, float64 and complex kernels only: half precision computes
     # in float32; integers are refused (_NO_KERNEL.refuse), as float64 would not be exact
     einsum=widening(paddle.einsum, "einsum", _NO_KERNEL, {_dt.float16: _F32, _dt.bfloat16: _F32}),

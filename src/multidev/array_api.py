@@ -736,7 +736,13 @@ def _unique(x: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     built from, all native ops. NaN differs from itself, so each NaN is a run of its own."""
     x = as_tensor(x)
     flat = ops.reshape(x, (-1,))
-    order = argsort(flat)
+    if flat._dtype.kind == "c":
+        # NumPy's order of complex values (by real part, then imaginary part) as two stable
+        # sorts of real tensors: PyTorch, TensorFlow and Paddle have no complex sort kernel
+        order = argsort(imag(flat))
+        order = take(order, argsort(take(real(flat), order)))
+    else:
+        order = argsort(flat)
     s = take(flat, order)
     if s.shape[0] == 0:
         empty = creation.zeros((0,), dtype=_dt.int64, device=x.device)

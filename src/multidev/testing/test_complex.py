@@ -5,6 +5,8 @@ of a backend without the capability."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,60 @@ def test_backend_without_the_capability_says_so(bk):
     with pytest.raises(TypeError, match="'complex' capability"):
         md.asarray(np.ones(2, np.complex128))
     assert "complex64" not in md.__array_namespace_info__().dtypes()
+
+
+@COMPLEX
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_unique_of_complex_values_as_numpy(rng, dt):
+    """NumPy's order (real part, then imaginary part), with repeats in both parts: the frameworks
+    without a complex sort kernel (PyTorch, TensorFlow, Paddle) included."""
+    a = (rng.integers(0, 3, (4, 5)) + 1j * rng.integers(-1, 2, (4, 5))).astype(dt)
+    values, index, inverse, counts = np.unique(
+        a, return_index=True, return_inverse=True, return_counts=True
+    )
+    got = md.unique_all(md.asarray(a))
+    assert got.values.dtype is getattr(md, dt)
+    np.testing.assert_array_equal(got.values.numpy(), values)
+    np.testing.assert_array_equal(got.indices.numpy(), index)
+    np.testing.assert_array_equal(got.inverse_indices.numpy(), inverse.reshape(a.shape))
+    np.testing.assert_array_equal(got.counts.numpy(), counts)
+    np.testing.assert_array_equal(md.unique_values(md.asarray(a)).numpy(), values)
+    np.testing.assert_array_equal(md.unique_counts(md.asarray(a)).counts.numpy(), counts)
+
+
+@COMPLEX
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_singular_values_rank_and_norms_of_complex_matrices(rng, dt):
+    a = _complex(rng, getattr(md, dt), (2, 4, 3))
+    a[1, :, 2] = a[1, :, 0] * (1 - 2j)  # a rank-deficient matrix in the stack
+    rtol, atol = (1e-4, 1e-5) if dt == "complex64" else (1e-10, 1e-12)
+    x = md.asarray(a)
+    np.testing.assert_allclose(
+        md.linalg.svdvals(x).numpy(), np.linalg.svd(a, compute_uv=False), rtol=rtol, atol=atol
+    )
+    np.testing.assert_array_equal(md.linalg.matrix_rank(x).numpy(), [3, 2])
+    for ord in ("fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf):
+        want = np.linalg.norm(a, ord=ord, axis=(-2, -1))
+        got = md.linalg.matrix_norm(x, ord=ord)
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol, err_msg=str(ord))
+
+
+@COMPLEX
+def test_take_along_axis_of_complex(rng):
+    a = _complex(rng, md.complex64, (3, 4))
+    idx = np.array([[3, 0], [1, 1], [2, 0]])
+    got = md.take_along_axis(md.asarray(a), md.asarray(idx), axis=1)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(a, idx, 1))
+
+
+@COMPLEX
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "pow"])
+def test_a_python_complex_keeps_a_0d_tensor_0d(op):
+    """Paddle's ``/`` and ``**`` with a Python complex gave shape (1,)."""
+    fn = getattr(operator, op)
+    z, c = np.complex64(2.0), np.complex64(1 + 1j)
+    for dt in (md.float32, md.complex64):
+        x = md.asarray(2.0, dtype=dt)
+        for got, want in [(fn(x, 1 + 1j), fn(z, c)), (fn(1 + 1j, x), fn(c, z))]:
+            assert got.shape == () and got.dtype is md.complex64
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
