@@ -30,7 +30,7 @@ EXTRAS = {
     "torch": "torch,test,interop,interchange,onnx-torch,train,tensorboard",
     "tensorflow": "tensorflow,test,interop,interchange,onnx-tensorflow,train",
     "paddle": "paddle,test,interop,interchange,onnx-paddle,train",
-    "mxnet": "mxnet,test,interchange,onnx-mxnet,digits",
+    "mxnet": "mxnet,test,interop,interchange,onnx-mxnet",
     "jax": "jax,test,interop,interchange,train,bench-jax",
 }
 SHARED = ROOT / ".nox" / "_shared"

@@ -14,7 +14,7 @@ import pytest
 
 import multidev as md
 
-_MISSING = "not installed: the 'interop' extra (not in MXNet's environment: it needs NumPy >= 1.26)"
+_MISSING = "not installed: the 'interop' extra"
 sklearn = pytest.importorskip("sklearn", reason=f"scikit-learn {_MISSING}")
 pytest.importorskip("array_api_compat", reason=f"array-api-compat {_MISSING}")
 
