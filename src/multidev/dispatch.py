@@ -172,6 +172,12 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         )
     if dt is None:
         dt = {"b": _dt.bool, "f": _dt.float32, "c": _dt.complex64}.get(arr.dtype.kind, _dt.int64)
+    elif dt is _dt.uint64 and arr.dtype.kind == "f":
+        # NumPy reads a list mixing ints of int64's range and ints beyond it as float64
+        try:
+            return from_host(bk, np.asarray(obj, dtype=dt.numpy), dt, dev)
+        except (OverflowError, TypeError, ValueError):
+            pass
     return from_host(bk, arr.astype(dt.numpy), dt, dev)
 
 
