@@ -36,7 +36,7 @@ from multidev.device import CPU0, Device
 from multidev.indexing import bool_mask_ndim, key_items
 
 from .autograd import Autograd
-from .dtypes import dtype_name, md_dtype
+from .dtypes import ALTERNATIVES, dtype_name, md_dtype
 from .jit import Jit
 from .ops import FLOATS, native_key
 
@@ -93,6 +93,7 @@ class Backend(Jit, Autograd, AdapterBase):
         for test in ("test_matches_numpy", "test_matches_numpy_reference_backend")
     }
     tensor_types = (paddle.Tensor, EagerParamBase)
+    dtype_alternatives = ALTERNATIVES
     from_dlpack = staticmethod(_dlpack.from_dlpack)
     native_full = staticmethod(lambda shape, v, dt, dev: paddle.full(shape, v, dt, device=dev))
     native_empty = staticmethod(lambda shape, dt, dev: paddle.empty(shape, dt, device=dev))

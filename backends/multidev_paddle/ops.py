@@ -38,7 +38,7 @@ from multidev.indexing import (
 )
 
 from . import array_api, cnn, losses, sequence_ops
-from .dtypes import NATIVE, dtype_name, md_dtype
+from .dtypes import ALTERNATIVES, NATIVE, dtype_name, md_dtype
 
 __all__ = ["FLOATS", "OPS", "native_key"]
 
@@ -281,7 +281,7 @@ OPS = op_table(
     softmax=_wide(_softmax, "softmax"),
     log_softmax=_wide(_log_softmax, "log_softmax"),
     getitem=_getitem,
-    astype=native_astype("paddle", NATIVE, {}),
+    astype=native_astype("paddle", NATIVE, ALTERNATIVES),
     linear=_wide(_linear, "linear"),
 )
 # argmax/argmin as NumPy: the first NaN wins (Paddle skips NaN)

@@ -1,7 +1,8 @@
 """The TensorFlow op table: NumPy/PyTorch semantics on eager tensors.
 
 Each op calls TensorFlow's kernel directly. TensorFlow lacks some kernels (arithmetic on
-bool, ``abs``/``negative`` on uint8, ``matmul`` on 8- and 16-bit integers, ...); those
+bool, ``abs``/``negative``/``pow`` on unsigned integers, ``matmul`` on integers narrower than
+32 bits and on unsigned ones, ...); those
 raise, and only then a slower path computes the result in a wider dtype and casts it
 back, so the common path pays nothing for them.
 """
@@ -18,6 +19,7 @@ from multidev.contract import (
     divisor_signed,
     nan_first,
     op_table,
+    reduced_exponents,
     vector_matmul,
     widening,
 )
@@ -33,7 +35,18 @@ _NO_KERNEL_ERRORS = (
     tf.errors.NotFoundError,
     tf.errors.UnimplementedError,
 )
-_WIDE = {tf.bool: tf.int32, tf.uint8: tf.int32, tf.int8: tf.int32, tf.int16: tf.int32}
+#: the dtype an op computes in where TensorFlow has no kernel for the operand's: a wider
+#: signed one, or for uint64 int64 (casts between the two keep the bits, and +, -, * and
+#: powers modulo 2**64 are the same on both)
+_WIDE = {
+    tf.bool: tf.int32,
+    tf.uint8: tf.int32,
+    tf.int8: tf.int32,
+    tf.int16: tf.int32,
+    tf.uint16: tf.int32,
+    tf.uint32: tf.int64,
+    tf.uint64: tf.int64,
+}
 _cast = tf.cast
 
 
@@ -160,7 +173,7 @@ def _clip(x, lo, hi):
     return tf.clip_by_value(x, tf.constant(lo, dt), tf.constant(hi, dt))
 
 
-_SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16})
+_SMALL_INTS = frozenset({tf.uint8, tf.int8, tf.int16, tf.uint16})
 
 
 def _astype(x, dt):
@@ -188,7 +201,11 @@ OPS = op_table(
     tnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    **{name: _binary(getattr(tf.math, name), name) for name in _WIDENED},
+    **{name: _binary(getattr(tf.math, name), name) for name in _WIDENED if name != "pow"},
+    # uint64 powers are computed in int64: exponents of 2**63 or more reduced first
+    pow=reduced_exponents(
+        _binary(tf.math.pow, "pow"), tf.where, lambda t: np.dtype(t.dtype.as_numpy_dtype)
+    ),
     add=_binary(_raw(tf.raw_ops.AddV2), "add"),
     subtract=_binary(_raw(tf.raw_ops.Sub), "subtract"),
     multiply=_binary(_raw(tf.raw_ops.Mul), "multiply"),

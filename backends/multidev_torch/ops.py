@@ -8,7 +8,7 @@ import torch
 
 from multidev.contract import op_table, reduction, summed_matmul
 
-from . import array_api, cnn, losses, sequence_ops
+from . import array_api, cnn, losses, sequence_ops, unsigned
 from .dtypes import NATIVE
 from .indexing import getitem
 
@@ -51,3 +51,5 @@ OPS = op_table(
     # (x, weight (out, in), bias or None): the fused layer op behind nn.Linear
     linear=torch.nn.functional.linear,
 )
+# uint16, uint32 and uint64: PyTorch's shell dtypes, their missing kernels lowered
+unsigned.lower(OPS)

@@ -64,6 +64,9 @@ from .dtypes import (
     int32,
     int64,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .dtypes import float16 as half  # PyTorch's dtype aliases
 from .dtypes import float32 as float
@@ -284,6 +287,9 @@ __all__ = [
     "try_all_gpus",
     "try_gpu",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "use_backend",
     "where",
     "zeros",

@@ -49,6 +49,9 @@ METADATA = "__metadata__"
 _TO_MD = {
     "BOOL": _dt.bool,
     "U8": _dt.uint8,
+    "U16": _dt.uint16,
+    "U32": _dt.uint32,
+    "U64": _dt.uint64,
     "I8": _dt.int8,
     "I16": _dt.int16,
     "I32": _dt.int32,

@@ -142,13 +142,13 @@ __all__ = [
     "vecdot",
 ]
 
-_INTEGRAL = frozenset(d for d in _dt.ALL if d.kind in "iu")
+_INTEGRAL = frozenset(d for d in _dt.ALL + _dt.UNSIGNED if d.kind in "iu")
 _REAL_FLOATING = frozenset(d for d in _dt.ALL if d.kind == "f")
 _COMPLEX = frozenset(_dt.COMPLEX)
 _KINDS = {
     "bool": frozenset({_dt.bool}),
-    "signed integer": frozenset(d for d in _dt.ALL if d.kind == "i"),
-    "unsigned integer": frozenset(d for d in _dt.ALL if d.kind == "u"),
+    "signed integer": frozenset(d for d in _INTEGRAL if d.kind == "i"),
+    "unsigned integer": frozenset(d for d in _INTEGRAL if d.kind == "u"),
     "integral": _INTEGRAL,
     "real floating": _REAL_FLOATING,
     "complex floating": _COMPLEX,
@@ -586,7 +586,9 @@ def _cumulative(
         axis = 0
     ax = ops._axis(x, axis)
     dt = _dt.as_dtype(dtype) if dtype is not None else x._dtype
-    if dtype is None and dt.kind in "biu" and dt is not _dt.int64:
+    if dtype is None and dt in _dt.UNSIGNED:
+        dt = _dt.uint64
+    elif dtype is None and dt.kind in "biu" and dt is not _dt.int64:
         dt = _dt.int64
     if dt is not x._dtype:
         x = cast(x, dt)
@@ -603,7 +605,7 @@ def cumulative_sum(
     x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
 ) -> Tensor:
     """Running sums along ``axis`` (required unless ``x`` is 1-d); bool and integer input sums
-    in int64, as ``sum`` does."""
+    in int64 (uint16 to uint64 in uint64), as ``sum`` does."""
     return _cumulative("cumulative_sum", x, axis, dtype, include_initial, 0)
 
 

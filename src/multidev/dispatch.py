@@ -87,7 +87,10 @@ def device_for(bk: Any, device: Any) -> Device:
 
 
 def from_host(bk: Any, arr: np.ndarray, dt: _dt.DType, dev: Device) -> Tensor:
-    """A Tensor of ``bk`` on ``dev`` holding the host array ``arr`` (of dtype ``dt``)."""
+    """A Tensor of ``bk`` on ``dev`` holding the host array ``arr`` (of dtype ``dt``); the
+    backend's dtype error where it lacks ``dt`` (Paddle would read uint16 data as bfloat16)."""
+    if dt not in bk.dtypes:
+        raise bk.unsupported_dtype(dt)
     return new_tensor(bk.from_numpy(arr, dev), bk, dev, dt)
 
 
@@ -174,6 +177,12 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         )
     if dt is None:
         dt = {"b": _dt.bool, "f": _dt.float32, "c": _dt.complex64}.get(arr.dtype.kind, _dt.int64)
+    elif dt is _dt.uint64 and arr.dtype.kind == "f":
+        # NumPy reads a list mixing ints of int64's range and ints beyond it as float64
+        try:
+            return from_host(bk, np.asarray(obj, dtype=dt.numpy), dt, dev)
+        except (OverflowError, TypeError, ValueError):
+            pass
     return from_host(bk, arr.astype(dt.numpy), dt, dev)
 
 
@@ -541,6 +550,7 @@ _FAST_DTYPES = {
     LOGIC: frozenset({_dt.bool}),
 }
 _new = object.__new__
+_ALL = frozenset(_dt.ALL)
 #: (op name, adapter) -> the adapter's native op, looked up once. A module global, not a
 #: closure cell: torch.compile reads a global dict keyed by adapters, but cannot rebuild one
 #: held in a closure once it has entries
@@ -768,15 +778,17 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
     in a closure cell), so that torch.compile inlines them without a graph break."""
     fn = getattr(bk.ops, name)
     plain = getattr(fn, "plain", None)
-    dtypes = frozenset(_dt.ALL if kind in (ARITH, CMP) else _FAST_DTYPES[kind])
+    dtypes = frozenset(_dt.EVERY if kind in (ARITH, CMP) else _FAST_DTYPES[kind])
     fns = {dt: fn for dt in dtypes}
+    covered = dtypes
     if plain is not None:
-        fns.update((dt, plain) for dt in dtypes & fn.plain_dtypes)
+        covered = dtypes & fn.plain_dtypes
+        fns.update((dt, plain) for dt in covered)
     is_cmp = kind == CMP
     lower = name == "matmul"  # the one operator md.autocast casts
     scoped = bk.scoped_devices
     one = {id(f) for f in fns.values()}
-    if len(dtypes) == len(_dt.ALL) and len(one) == 1 and not scoped:
+    if len(dtypes) == len(_dt.EVERY) and len(one) == 1 and not scoped:
         fn = fns[_dt.float32]
 
         def operator(self, other):
@@ -797,15 +809,19 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                     return out
             return binop(self, other, name, kind)
 
-    elif plain is None and not scoped:
-        # ``/`` and ``&``/``|``: the dtypes that need no promotion, read as on Tensor
+    elif not scoped and (plain is None or covered >= _ALL):
+        # ``/`` and ``&``/``|``: the dtypes that need no promotion, read as on Tensor; or an
+        # op whose ``plain`` serves multidev's common dtypes (PyTorch's, not its unsigned
+        # shell dtypes): ``covered``, the rest through ``binop``
+        fn = fns[next(iter(covered))]
+
         def operator(self, other):
             if lower and AUTOCAST:
                 self, other = _autocast_operands(self, other)
             if type(other) is cls:
                 dt = self._dtype
                 dev = self._dev
-                if other._dtype is dt and other._dev is dev and dt in _FAST_DTYPES[kind]:
+                if other._dtype is dt and other._dev is dev and dt in covered:
                     out = _new(type(self))
                     try:
                         out._native = fn(self._native, other._native)
@@ -813,7 +829,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
                         out._native = recover(self._bk, dev, name, fn, (self, other), e)
                     out._bk = self._bk
                     out._dev = dev
-                    out._dtype = dt
+                    out._dtype = _BOOL if is_cmp else dt
                     return out
             return binop(self, other, name, kind)
 

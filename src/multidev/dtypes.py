@@ -19,6 +19,9 @@ __all__ = [
     "int64",
     "result_type",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
 ]
 
 _builtin_bool = bool
@@ -77,6 +80,9 @@ float32 = DType("float32", "f", 4, 6)
 float64 = DType("float64", "f", 8, 7)
 complex64 = DType("complex64", "c", 8, 8)
 complex128 = DType("complex128", "c", 16, 9)
+uint16 = DType("uint16", "u", 2, 2)
+uint32 = DType("uint32", "u", 4, 3)
+uint64 = DType("uint64", "u", 8, 4)
 
 ALL: tuple[DType, ...] = (
     bool,
@@ -93,8 +99,11 @@ ALL: tuple[DType, ...] = (
 #: the complex dtypes: a capability ("complex") of the backends whose framework has them, so
 #: outside ``ALL`` (the dtypes every portable checkpoint and conformance table covers)
 COMPLEX: tuple[DType, ...] = (complex64, complex128)
+#: the Array API's wider unsigned integers: outside ``ALL`` too, as Paddle and MXNet lack them
+#: (the backends that hold them list them in their ``dtypes.NATIVE``)
+UNSIGNED: tuple[DType, ...] = (uint16, uint32, uint64)
 #: every multidev dtype
-EVERY: tuple[DType, ...] = ALL + COMPLEX
+EVERY: tuple[DType, ...] = ALL + COMPLEX + UNSIGNED
 _BY_NAME = {d.name: d for d in EVERY}
 
 _np_cache: dict[DType, np.dtype] = {}
@@ -208,19 +217,41 @@ def _promote(a: DType, b: DType) -> DType:
         return a
     if a.kind == b.kind:
         return a if a.itemsize >= b.itemsize else b
-    # one signed, one unsigned (uint8): the smallest signed type that holds both
+    # one signed, one unsigned: the smallest signed type that holds both (none for uint64)
     u, s = (a, b) if a.kind == "u" else (b, a)
     if s.itemsize > u.itemsize:
         return s
-    return {1: int16, 2: int32, 4: int64, 8: int64}[u.itemsize]
+    if u.itemsize == 8:
+        raise _no_common_integer(a, b)
+    return {1: int16, 2: int32, 4: int64}[u.itemsize]
 
 
-_PROMOTE = {(a, b): _promote(a, b) for a in EVERY for b in EVERY}
+def _no_common_integer(a: DType, b: DType) -> TypeError:
+    return TypeError(
+        f"Expected dtypes with a common integer dtype. Received: {a.name} and {b.name}; no "
+        "integer dtype holds every value of both uint64 and a signed integer. Cast one of "
+        "them first, e.g. md.astype(x, md.int64) or md.astype(x, md.uint64)."
+    )
+
+
+#: every pair's result dtype, but the pairs of uint64 and a signed integer (``result_type``
+#: raises for those)
+_PROMOTE = {
+    (a, b): _promote(a, b)
+    for a in EVERY
+    for b in EVERY
+    if not ({a.kind, b.kind} == {"u", "i"} and uint64 in (a, b))
+}
 
 
 def result_type(a: DType, b: DType) -> DType:
-    """PyTorch's ``promote_types``: bool < integers < real floating < complex floating."""
-    return _PROMOTE[a, b]
+    """PyTorch's ``promote_types`` (bool < integers < real floating < complex floating) with
+    the Array API's unsigned integers; TypeError for uint64 and a signed integer, which no
+    integer dtype holds both of."""
+    try:
+        return _PROMOTE[a, b]
+    except KeyError:
+        raise _no_common_integer(a, b) from None
 
 
 def scalar_result_type(dt: DType, value) -> DType:

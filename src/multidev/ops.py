@@ -350,13 +350,19 @@ def astype(x, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor
 
 
 def _accumulator(x: Tensor, dtype: Any) -> Tensor:
-    """``x`` in the dtype a sum or product accumulates in: ``dtype`` where given, else int64
-    for bool and integer input (as in PyTorch), else x's own."""
+    """``x`` in the dtype a sum or product accumulates in: ``dtype`` where given, else uint64
+    for uint16, uint32 and uint64 input (as in NumPy and the Array API), int64 for other bool
+    and integer input (as in PyTorch), else x's own."""
     if dtype is not None:
         return astype(x, dtype, copy=False)
+    if x._dtype in _WIDE_UNSIGNED:
+        return x if x._dtype is _dt.uint64 else astype(x, _dt.uint64)
     if x._dtype.kind in "biu" and x._dtype is not _dt.int64:
         return astype(x, _dt.int64)
     return x
+
+
+_WIDE_UNSIGNED = frozenset(_dt.UNSIGNED)
 
 
 def sum(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:

@@ -25,6 +25,7 @@ __all__ = [
     "key_axes",
     "nan_first",
     "native_astype",
+    "reduced_exponents",
     "reduction",
     "summed_matmul",
     "vector_matmul",
@@ -324,6 +325,29 @@ def nan_first(ops: Any, floating: Callable[[Any], bool], *, ask: bool = False) -
 
     for name in ("argmax", "argmin"):
         setattr(type(ops), name, staticmethod(first_nan(getattr(ops, name))))
+
+
+def reduced_exponents(
+    pow_fn: Callable[[Any, Any], Any],
+    where: Callable[[Any, Any, Any], Any],
+    numpy_dtype: Callable[[Any], np.dtype] = lambda t: np.dtype(t.dtype),
+) -> Callable[[Any, Any], Any]:
+    """``pow_fn(a, b)`` where an unsigned integer exponent ``e`` of an n-bit dtype with the top
+    bit set becomes ``e mod 2**(n-2) + 2**(n-2)``: the same power modulo 2**n (odd bases'
+    powers repeat with period 2**(n-2), even bases' are 0 from the n-th on), for kernels that
+    read such exponents wrongly (JAX's) or, through a signed view, as negative (TensorFlow's
+    uint64 computed in int64). ``where`` and ``numpy_dtype`` (a tensor's) are the framework's."""
+
+    def op(a: Any, b: Any) -> Any:
+        if hasattr(b, "dtype"):
+            dt = numpy_dtype(b)
+            if dt.kind == "u":
+                bits = 8 * dt.itemsize
+                period = 1 << (bits - 2)
+                b = where(b >= (1 << (bits - 1)), (b & (period - 1)) | period, b)
+        return pow_fn(a, b)
+
+    return op
 
 
 def native_astype(
