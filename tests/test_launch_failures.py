@@ -36,7 +36,11 @@ FAILING = """
 import os, signal, sys, time
 import multidev as md
 from multidev import distributed as dist
+from multidev.distributed.env import detect
 
+if sys.argv[1] == "hang_early" and detect(os.environ).rank == 1:
+    print("rank 1 fails now: hang_early", flush=True)
+    time.sleep(100000)  # never reaches init_process_group
 dist.init_process_group()
 pids = os.environ.get("FAILING_PIDS")
 if pids:
@@ -73,8 +77,9 @@ def run(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedProcess
     )
 
 
-@pytest.mark.parametrize("mode", ["raise", "hang"])
+@pytest.mark.parametrize("mode", ["raise", "hang", "hang_early"])
 def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> None:
+    """hang_early: rank 1 hangs before init_process_group, so rank 0 waits for it there."""
     res = run(tmp_path, mode)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
@@ -86,8 +91,13 @@ def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> 
             summary,
         ), out
         assert "RuntimeError: rank 1 raised on purpose" in summary, out
-    else:  # the rank that waited for it in an all-reduce ends first, at the timeout
+    elif mode == "hang":  # the rank that waited for it in an all-reduce ends first
         assert "first failure: rank 0 (node 0) exited with code 1." in summary, out
+    else:  # rank 0 waited in init_process_group: the engine's bound or multidev's ends it
+        assert re.search(
+            r"first failure: rank 0 \(node 0\) (exited with code 1|was killed by signal \w+)\.",
+            summary,
+        ), out
 
 
 def _kill_recorded(pids: Path) -> None:

@@ -31,7 +31,7 @@ from ..errors import BackendError
 from ..tensors import Tensor
 from .ddp import DistributedDataParallel
 from .env import detect
-from .group import DistributedError, Group, Job, LocalGroup
+from .group import DistributedError, Group, Job, LocalGroup, bounded_start
 from .sampler import DistributedSampler
 
 __all__ = [
@@ -227,18 +227,19 @@ def init_process_group(
     engine = engine_module(name)
     if engine is None:
         raise no_engine(name)
-    _group = engine.start(
-        Job(
-            rank=rank,
-            world_size=world,
-            local_rank=rank if local is None else local,
-            master_addr=addr,
-            master_port=port,
-            backend=backend,
-            timeout=seconds,
-            endpoints=endpoints,
+    with bounded_start(f"{name} backend", rank, seconds):
+        _group = engine.start(
+            Job(
+                rank=rank,
+                world_size=world,
+                local_rank=rank if local is None else local,
+                master_addr=addr,
+                master_port=port,
+                backend=backend,
+                timeout=seconds,
+                endpoints=endpoints,
+            )
         )
-    )
 
 
 def is_initialized() -> bool:

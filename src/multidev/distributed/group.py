@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -174,17 +175,56 @@ class Watchdog:
                 self._fail(late[0][0])
 
     def _fail(self, what: str) -> None:
-        message = (
-            f"multidev.distributed.DistributedError: Expected every worker to take part in the "
-            f"{self.engine}'s {what} within {self.timeout:g} s. Received: no result after "
-            f"{self.timeout:g} s on rank {self.rank} (another worker stopped or hangs). Ending "
-            "this worker with exit code 1. If a rank may wait longer for the others (writing "
-            "a checkpoint), raise the bound: init_process_group(timeout=...) or "
-            "MULTIDEV_DIST_TIMEOUT.\n"
-        )
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
             pass
-        os.write(2, message.encode())
+        os.write(2, timeout_message(self.engine, what, self.timeout, self.rank).encode())
         os._exit(1)
+
+
+def timeout_message(engine: str, what: str, timeout: float, rank: int) -> str:
+    """The line a worker writes as it ends because a wait for the others passed the bound."""
+    return (
+        f"multidev.distributed.DistributedError: Expected every worker to take part in the "
+        f"{engine}'s {what} within {timeout:g} s. Received: no result after {timeout:g} s on "
+        f"rank {rank} (another worker stopped or hangs). Ending this worker. If a rank may "
+        "wait longer for the others (writing a checkpoint), raise the bound: "
+        "init_process_group(timeout=...) or MULTIDEV_DIST_TIMEOUT.\n"
+    )
+
+
+#: the least time workers wait for each other to start (seconds): the others may still be
+#: importing their framework
+STARTUP_BOUND = 30.0
+#: the watcher of ``bounded_start``: after the bound, the message and SIGKILL for the worker,
+#: if it is still this process's parent
+_WATCHER = """
+import os, signal, sys, time
+pid, timeout, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+time.sleep(timeout)
+if os.getppid() == pid:
+    os.write(2, message.encode())
+    os.kill(pid, signal.SIGKILL)
+"""
+
+
+@contextmanager
+def bounded_start(engine: str, rank: int, timeout: float) -> Iterator[None]:
+    """End this worker (SIGKILL, after a message naming the bound) if the engine's start-up
+    (the workers meeting) lasts more than the collective timeout, and at least
+    ``STARTUP_BOUND``. Paddle's, MXNet's and TensorFlow's start-up waits for every worker
+    without a bound, TensorFlow's holding the GIL (no thread of this process can step in):
+    a worker that hung before init_process_group would hang the others with it. A small
+    process of its own watches instead."""
+    bound = max(timeout, STARTUP_BOUND)
+    message = timeout_message(engine, "start-up (init_process_group)", bound, rank)
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCHER, str(os.getpid()), str(bound), message],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        watcher.kill()
+        watcher.wait()
