@@ -24,6 +24,7 @@ from multidev.errors import DeviceError
 from .autograd import Autograd
 from .indexing import write
 from .jit import Jit
+from .unsigned import SAME_WIDTH
 
 __all__ = ["Backend"]
 
@@ -116,7 +117,15 @@ class Backend(Jit, Autograd, AdapterBase):
     def setitem(self, x, key, value):
         """``x[key] = value`` in place; leaves that require grad are written under no_grad."""
         with torch.no_grad() if x.requires_grad and x.is_leaf else nullcontext():
-            write(x, key, value)
+            signed = SAME_WIDTH.get(x.dtype)
+            if signed is None:
+                write(x, key, value)
+            else:  # PyTorch's unsigned shell dtypes lack the writing kernels: the same bits
+                if isinstance(value, torch.Tensor):
+                    value = value.view(signed)
+                elif not isinstance(value, bool):
+                    value = torch.tensor(value, dtype=x.dtype).view(signed)
+                write(x.view(signed), key, value)
         return x
 
     seed = staticmethod(torch.manual_seed)

@@ -93,6 +93,11 @@ def _same_bits1(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _same_bits(fn, 1)
 
 
+def _positions(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (whose result is positions: nonzero) on the int64 view of its uint64 operand."""
+    return lambda x, *args: fn(_bits(x), *args)
+
+
 def _order(n: int, *, back: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``fn`` on the top-bit-flipped int64 views of the first ``n`` arguments; ``back``: its
     result flipped back to uint64 (max, min) rather than taken as it is (bool, indices)."""
@@ -207,6 +212,13 @@ _UINT64: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "bitwise_invert": _same_bits1,
     "flip": _same_bits1,
     "roll": _same_bits1,
+    # moving values without reading them: the same on the bits
+    "take": _same_bits1,
+    "take_along_axis": _same_bits1,
+    "tril": _same_bits1,
+    "triu": _same_bits1,
+    "nonzero": _positions,
+    "searchsorted": _order(2, back=False),
     "pow": _pow,
     "bitwise_right_shift": _right_shift,
     "floor_divide": _division(0),
@@ -231,7 +243,7 @@ _UINT64: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
 _ACCUMULATING = frozenset({"sum", "prod", "cumulative_sum", "cumulative_prod"})
 #: the ops ``lower`` lowers: those lacking a shell-dtype kernel in PyTorch (probed on torch
 #: 2.13) or giving int64 on them; uint16/uint32 of others ops take PyTorch's own path
-LOWERED = (*_UINT64, "sign", "square", "nonzero")
+LOWERED = (*_UINT64, "sign", "square")
 
 
 def _lowered(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -251,6 +263,10 @@ def _lowered(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     # the core's operators call PyTorch's op directly on multidev's other dtypes
     op.plain, op.plain_dtypes = fn, _PLAIN  # type: ignore[attr-defined]
     return op
+
+
+#: each shell dtype's signed dtype of the same width, whose view moves the same bits
+SAME_WIDTH = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: _I64}
 
 
 def lower(ops: Any) -> None:

@@ -152,6 +152,41 @@ def test_bitwise_and_shifts(dt, rng):
     _same(md.bitwise_right_shift(x, y), a >> s)
 
 
+def test_moving_selecting_and_writing_values(dt, rng):
+    """Ops that move values without computing on them, and searches, at the top of the range
+    (PyTorch's shell dtypes lack gather, index_select, tril, masked_fill, searchsorted)."""
+    a = _values(dt, rng).reshape(3, 4)
+    x = md.asarray(a)
+    idx = np.array([[3, 0], [1, 1], [2, 0]])
+    _same(md.take(x, md.asarray([2, 0]), axis=1), np.take(a, [2, 0], axis=1))
+    _same(md.take_along_axis(x, md.asarray(idx), axis=1), np.take_along_axis(a, idx, 1))
+    _same(md.tril(x), np.tril(a))
+    _same(md.triu(x, k=1), np.triu(a, k=1))
+    np.testing.assert_array_equal(md.nonzero(x)[1].numpy(), np.nonzero(a)[1])
+    flat = np.sort(a.ravel())
+    np.testing.assert_array_equal(
+        md.searchsorted(md.asarray(flat), x).numpy(), np.searchsorted(flat, a)
+    )
+    values, index, inverse, counts = np.unique(
+        np.concatenate([a.ravel(), a[0]]),
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+    )
+    got = md.unique_all(md.asarray(np.concatenate([a.ravel(), a[0]])))
+    _same(got.values, values)
+    np.testing.assert_array_equal(got.indices.numpy(), index)
+    np.testing.assert_array_equal(got.inverse_indices.numpy(), inverse)
+    np.testing.assert_array_equal(got.counts.numpy(), counts)
+    top = int(np.iinfo(dt.numpy).max)
+    x[x > top // 2] = top - 1
+    x[0, 1] = top
+    want = a.copy()
+    want[want > top // 2] = top - 1
+    want[0, 1] = top
+    _same(x, want)
+
+
 def test_promotion_with_signed_integers(dt):
     expected = {
         md.uint16: {md.int8: md.int32, md.int16: md.int32, md.int32: md.int32},
