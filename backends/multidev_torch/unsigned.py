@@ -27,7 +27,7 @@ from multidev.contract import NoKernel, clip_bounds, widening
 
 __all__ = ["lower"]
 
-_U64, _I64 = torch.uint64, torch.int64
+_U16, _U32, _U64, _I64 = torch.uint16, torch.uint32, torch.uint64, torch.int64
 _WIDER = {torch.uint16: torch.int32, torch.uint32: torch.int64}
 _SHELL = frozenset({torch.uint16, torch.uint32, torch.uint64})
 _TOP = -(2**63)  # the int64 with only the top bit set
@@ -253,10 +253,16 @@ def _lowered(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     u64 = make(fn) if make is not None else wide  # widening refuses uint64 (not in _WIDER)
 
     def op(*args: Any) -> Any:
-        t = args[0] if isinstance(args[0], torch.Tensor) else args[1] if len(args) > 1 else None
-        dt = getattr(t, "dtype", None)
-        if dt in _SHELL:
-            return u64(*args) if dt is _U64 else wide(*args)
+        # every call on every dtype passes here: attribute reads and identity tests only
+        # (an isinstance check of torch.Tensor goes through its metaclass)
+        try:
+            dt = args[0].dtype
+        except AttributeError:  # a Python scalar first
+            dt = getattr(args[1], "dtype", None) if len(args) > 1 else None
+        if dt is _U64:
+            return u64(*args)
+        if dt is _U16 or dt is _U32:
+            return wide(*args)
         return fn(*args)
 
     op.__name__ = name
