@@ -551,6 +551,9 @@ _FAST_DTYPES = {
 }
 _new = object.__new__
 _ALL = frozenset(_dt.ALL)
+#: (op name, adapter) -> the dtypes whose operands the bound operator hands to ``plain``; a
+#: module global: torch.compile cannot wrap a frozenset held in a closure cell
+_COVERED: dict[tuple[str, Any], frozenset] = {}
 #: (op name, adapter) -> the adapter's native op, looked up once. A module global, not a
 #: closure cell: torch.compile reads a global dict keyed by adapters, but cannot rebuild one
 #: held in a closure once it has entries
@@ -814,6 +817,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
         # op whose ``plain`` serves multidev's common dtypes (PyTorch's, not its unsigned
         # shell dtypes): ``covered``, the rest through ``binop``
         fn = fns[next(iter(covered))]
+        _COVERED[name, bk] = covered
 
         def operator(self, other):
             if lower and AUTOCAST:
@@ -821,7 +825,7 @@ def _bound_operator(cls: type[Tensor], bk: Any, attr: str, name: str, kind: int)
             if type(other) is cls:
                 dt = self._dtype
                 dev = self._dev
-                if other._dtype is dt and other._dev is dev and dt in covered:
+                if other._dtype is dt and other._dev is dev and dt in _COVERED[name, self._bk]:
                     out = _new(type(self))
                     try:
                         out._native = fn(self._native, other._native)
