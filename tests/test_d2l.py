@@ -253,3 +253,34 @@ def test_the_book_s_plot_helpers_draw_multidev_tensors(tmp_path):
     d2l.plt.savefig(tmp_path / "hist.png")
     assert (tmp_path / "hist.png").stat().st_size > 0
     d2l.plt.close("all")
+
+
+@pytest.mark.parametrize("size", [(64, 96), (20, 12), 40])
+def test_fashion_mnist_resize_as_torchvision_resize_and_to_tensor(tmp_path, size):
+    """d2l.FashionMNIST(resize=...) (the modern-CNN chapters' 224 and 96 pixels) gives what
+    torchvision's Resize then ToTensor give the book: PIL's bilinear resampling of the 8-bit
+    image, within one grey level, in the loader's batches and by index alike."""
+    Image = pytest.importorskip("PIL.Image")
+    import gzip
+
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, (10, 28, 28)).astype(np.uint8)
+    labels = rng.integers(0, 10, 10).astype(np.uint8)
+    folder = tmp_path / "FashionMNIST"
+    folder.mkdir()
+    for split in ("train", "t10k"):
+        for kind, a in (("images-idx3", images), ("labels-idx1", labels)):
+            head = bytes([0, 0, 0x08, a.ndim]) + np.asarray(a.shape, ">u4").tobytes()
+            (folder / f"{split}-{kind}-ubyte.gz").write_bytes(gzip.compress(head + a.tobytes()))
+    data = d2l.FashionMNIST(batch_size=5, resize=size, root=str(tmp_path))
+    h, w = (size, size) if isinstance(size, int) else size
+    want = np.stack(
+        [np.asarray(Image.fromarray(im).resize((w, h), Image.BILINEAR)) for im in images]
+    )[:, None] / np.float32(255)
+    X, y = next(iter(data.get_dataloader(train=False)))
+    assert X.shape == (5, 1, h, w) and X.dtype == md.float32 and y.dtype == md.int64
+    np.testing.assert_allclose(X.numpy(), want[:5], atol=1.01 / 255)
+    np.testing.assert_allclose(data.val[7][0].numpy(), want[7], atol=1.01 / 255)
+    assert len(data.train) == 10
+    with pytest.raises(ValueError, match=r"resize=.*Received: \(0, 3\)"):
+        d2l.FashionMNIST(resize=(0, 3), root=str(tmp_path))

@@ -30,11 +30,6 @@ CHECKOUT = os.environ.get("MULTIDEV_D2L_DIR")
 #: error matches none of them (nor one of ``KNOWN_ON`` for the active backend) fails the test.
 KNOWN: tuple[tuple[str, str], ...] = (
     (
-        r"resizing is not supported",
-        "d2l.FashionMNIST(resize=(224, 224) or (96, 96)): the IDX "
-        "reader has no image resizing (the book uses torchvision.transforms.Resize)",
-    ),
-    (
         r"d2l has no '(download|extract|DATA_URL|DATA_HUB|get_data_ch11|load_data_fashion_mnist)'",
         "data the book downloads (Time Machine from its URL, fra-eng, airfoil) or its old data API",
     ),

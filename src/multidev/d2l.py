@@ -53,6 +53,7 @@ __all__ = [
     "LinearRegressionScratch",
     "Module",
     "ProgressBoard",
+    "Resized",
     "Seq2Seq",
     "SyntheticRegressionData",
     "TimeMachine",
@@ -760,6 +761,41 @@ class TimeMachine(DataModule):
         return self.get_tensorloader([self.X, self.Y], train, idx)
 
 
+def _resampling(n_in: int, n_out: int) -> np.ndarray:
+    """The (n_out, n_in) weights of PIL's bilinear resampling (what torchvision's ``Resize``
+    applies to the book's images): a triangle filter centred on each output pixel, widened by
+    the scale where the image shrinks, each row summing to 1."""
+    scale = n_in / n_out
+    support = max(scale, 1.0)
+    centres = (np.arange(n_out) + 0.5) * scale
+    w = np.clip(1 - np.abs(np.arange(n_in)[None, :] + 0.5 - centres[:, None]) / support, 0, None)
+    return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+class Resized(TensorDataset):
+    """A dataset of ``(image (C, H, W), label)`` with its images resized to ``size`` (height,
+    width) as torchvision's ``Resize`` and ``ToTensor`` do with the book's 8-bit images: PIL's
+    bilinear resampling, values rounded to 1/255. Each batch is resized at once, by two
+    matrix products."""
+
+    def __init__(self, data: TensorDataset, size: tuple[int, int]) -> None:
+        self.data = data
+        self.size = size
+        h, w = data._host_batch(np.zeros(1, dtype=np.int64))[0].shape[-2:]
+        self._rows, self._cols = _resampling(h, size[0]), _resampling(w, size[1]).T
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> tuple[Any, ...]:
+        return tuple(asarray(a[0]) for a in self._host_batch(np.asarray([index])))
+
+    def _host_batch(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
+        images, *rest = self.data._host_batch(indices)
+        out = self._rows @ images.astype(np.float32) @ self._cols
+        return (np.round(out * 255).clip(0, 255) / np.float32(255)).astype(np.float32), *rest
+
+
 class FashionMNIST(DataModule):
     """Fashion-MNIST as (N, 1, 28, 28) float32 images in [0, 1] and int64 labels, read from
     its IDX files under ``root`` (see ``md.data.datasets.FashionMNIST``)."""
@@ -792,13 +828,17 @@ class FashionMNIST(DataModule):
         mirror by default) and checks their SHA-256, as ``md.data.datasets.FashionMNIST``."""
         super().__init__(root=root)
         self.save_hyperparameters()
-        if tuple(resize) != (28, 28):
+        size = (resize, resize) if isinstance(resize, int) else tuple(resize)
+        if len(size) != 2 or not all(isinstance(n, int) and n > 0 for n in size):
             raise ValueError(
-                f"Expected resize=(28, 28). Received: {resize!r}; resizing is not supported"
+                f"Expected resize=(height, width) of positive ints, or one int. Received: "
+                f"{resize!r}"
             )
         reader = self.dataset or import_module(".data.datasets", __package__).FashionMNIST
         self.train = reader(root, train=True, download=download, base_url=base_url)
         self.val = reader(root, train=False, download=download, base_url=base_url)
+        if size != (28, 28):
+            self.train, self.val = Resized(self.train, size), Resized(self.val, size)
 
     def text_labels_of(self, indices: Iterable[Any]) -> list[str]:
         return [self.text_labels[int(i)] for i in indices]
