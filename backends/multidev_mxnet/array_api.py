@@ -239,7 +239,12 @@ LOWERINGS: dict[str, Any] = {
     "bitwise_right_shift": _right_shift,
     "all": reduction(mnp.all, mnp.copy),
     "any": reduction(mnp.any, mnp.copy),
-    "cumulative_sum": lambda x, axis: mnp.cumsum(x, axis=axis, dtype=x.dtype),
+    # MXNet's cumsum has no uint8 output: int32, wrapped back (exact modulo 2**8)
+    "cumulative_sum": lambda x, axis: (
+        mnp.cumsum(x, axis=axis, dtype="int32").astype("uint8")
+        if x.dtype == np.uint8
+        else mnp.cumsum(x, axis=axis, dtype=x.dtype)
+    ),
     "cumulative_prod": _cumulative_prod,
     "nextafter": _nextafter,
     "sort": _sort,

@@ -592,7 +592,7 @@ def _cumulative(
         dt = _dt.int64
     if dt is not x._dtype:
         x = cast(x, dt)
-    out = wrap(x, call(x, name, x._native, ax), dt)
+    out = ops.accumulated(x, name, ax)
     if include_initial:
         shape = list(x.shape)
         shape[ax] = 1

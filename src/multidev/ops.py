@@ -363,6 +363,19 @@ def _accumulator(x: Tensor, dtype: Any) -> Tensor:
 
 
 _WIDE_UNSIGNED = frozenset(_dt.UNSIGNED)
+#: the integer dtypes narrower than 64 bits: NumPy, PyTorch, JAX and Paddle sum and multiply
+#: those in 64 bits whatever the input, so a result asked for in one is cast back (modular
+#: arithmetic: the same as accumulating in the narrow dtype)
+NARROW = frozenset(d for d in _dt.EVERY if d.kind in "biu" and d.itemsize < 8)
+
+
+def accumulated(x: Tensor, name: str, *args: Any) -> Tensor:
+    """The adapter's reduction ``name`` of ``x`` (in its accumulator's dtype) with ``args``,
+    in x's dtype."""
+    out = call(x, name, x._native, *args)
+    if x._dtype in NARROW and x._bk.dtype_of(out) is not x._dtype:
+        out = call(x, "astype", out, x._dtype)
+    return wrap(x, out, x._dtype)
 
 
 def sum(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
@@ -371,7 +384,7 @@ def sum(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     if _amp.ACTIVE:
         (x,) = _amp.cast("sum", x)
     x = _accumulator(as_tensor(x), dtype)
-    return wrap(x, call(x, "sum", x._native, _axes(x, axis), keepdims), x._dtype)
+    return accumulated(x, "sum", _axes(x, axis), keepdims)
 
 
 def prod(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
@@ -379,7 +392,7 @@ def prod(x, axis=None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     if _amp.ACTIVE:
         (x,) = _amp.cast("prod", x)
     x = _accumulator(as_tensor(x), dtype)
-    return wrap(x, call(x, "prod", x._native, _axes(x, axis), keepdims), x._dtype)
+    return accumulated(x, "prod", _axes(x, axis), keepdims)
 
 
 def mean(x, axis=None, keepdims: bool = False) -> Tensor:

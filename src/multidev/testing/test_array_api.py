@@ -291,3 +291,23 @@ def test_errors_are_clear():
         md.take(x, md.asarray([0]))
     with pytest.raises(TypeError, match="integer indices"):
         md.take(x, md.asarray([0.0]), axis=0)
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "uint8", "uint16", "uint32"])
+def test_sums_and_products_in_a_narrow_dtype_hold_it(bk, name):
+    """``md.sum(x, dtype=md.int32)`` and the like: the frameworks that accumulate narrow
+    integers in 64 bits (NumPy, PyTorch, JAX, Paddle) gave a 64-bit native tensor labelled
+    with the narrow dtype; the values wrap as NumPy's accumulation in that dtype."""
+    dt = getattr(md, name)
+    if dt not in bk.dtypes:
+        pytest.skip(f"the {bk.name} backend does not hold {name}")
+    a = (np.arange(1, 13) * 37).reshape(3, 4).astype(name)
+    x = md.asarray(a)
+    for got, want in [
+        (md.sum(x, dtype=dt), np.sum(a, dtype=name)),
+        (md.sum(x, axis=1, dtype=dt), np.sum(a, axis=1, dtype=name)),
+        (md.prod(x, axis=0, dtype=dt), np.prod(a, axis=0, dtype=name)),
+        (md.cumulative_sum(x, axis=1, dtype=dt), np.cumsum(a, axis=1, dtype=name)),
+    ]:
+        assert got.dtype is dt and bk.dtype_of(got._native) is dt
+        np.testing.assert_array_equal(got.numpy(), want)
