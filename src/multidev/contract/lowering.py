@@ -335,8 +335,8 @@ def reduced_exponents(
     """``pow_fn(a, b)`` where an unsigned integer exponent ``e`` of an n-bit dtype with the top
     bit set becomes ``e mod 2**(n-2) + 2**(n-2)``: the same power modulo 2**n (odd bases'
     powers repeat with period 2**(n-2), even bases' are 0 from the n-th on), for kernels that
-    read such exponents wrongly (JAX's) or, through a signed view, as negative (TensorFlow's
-    uint64 computed in int64). ``where`` and ``numpy_dtype`` (a tensor's) are the framework's."""
+    read such exponents, through a signed view, as negative (TensorFlow's uint64 computed in
+    int64). ``where`` and ``numpy_dtype`` (a tensor's) are the framework's."""
 
     def op(a: Any, b: Any) -> Any:
         if hasattr(b, "dtype"):
