@@ -77,6 +77,14 @@ def run(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedProcess
     )
 
 
+def _launch_script(script: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "multidev", "launch", "--nproc-per-node", "2"]
+    cmd += ["--stop-timeout", "2", str(script), *args]
+    return subprocess.run(
+        cmd, env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
+
+
 @pytest.mark.parametrize("mode", ["raise", "hang", "hang_early"])
 def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> None:
     """hang_early: rank 1 hangs before init_process_group, so rank 0 waits for it there."""
@@ -98,6 +106,40 @@ def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> 
             r"first failure: rank 0 \(node 0\) (exited with code 1|was killed by signal \w+)\.",
             summary,
         ), out
+
+
+BARRIERS = """
+import sys, time
+from multidev import distributed as dist
+
+dist.init_process_group(timeout=4)
+if dist.get_rank() == 0:
+    time.sleep(2)  # the others wait for it: within the timeout
+dist.barrier()
+print("rank", dist.get_rank(), "passed the first barrier", flush=True)
+if dist.get_rank() == 0:
+    time.sleep(60)  # never reaches the second
+else:
+    with open(sys.argv[1], "w") as f:
+        f.write(str(time.time()))  # when it starts to wait
+dist.barrier()
+"""
+
+
+def test_a_barrier_waits_for_a_slow_rank_and_gives_up_after_the_timeout(tmp_path: Path) -> None:
+    """The group's timeout (4 s here) bounds a barrier both ways: a rank 2 s late is waited
+    for, one that never comes ends the job within the timeout (Paddle's gloo barrier would
+    give up after its own 30 s whatever the timeout: multidev's counts in Paddle's store)."""
+    script, waiting = tmp_path / "barriers.py", tmp_path / "waiting"
+    script.write_text(BARRIERS)
+    res = _launch_script(script, str(waiting))
+    waited = time.time() - float(waiting.read_text())
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    for rank in (0, 1):
+        assert f"rank {rank} passed the first barrier" in out, out
+    assert "first failure: rank 1 (node 0)" in out, out
+    assert waited < 20, out  # the timeout and the teardown, not 30 s or rank 0's 60 s
 
 
 def _kill_recorded(pids: Path) -> None:
@@ -152,11 +194,17 @@ def test_a_node_that_dies_ends_the_job_on_the_other_node(tmp_path: Path) -> None
 RESUMING = """
 import os, sys, time
 from pathlib import Path
+import multidev as md
+from multidev import distributed as dist
 
 rank, attempt = os.environ["RANK"], int(os.environ["MULTIDEV_RESTART_COUNT"])
+# torchrun's elastic agent restarts torch's workers: its count is multidev's
+assert os.environ.get("TORCHELASTIC_RESTART_COUNT", str(attempt)) == str(attempt)
+dist.init_process_group()  # every attempt meets again
+total = dist.all_reduce(md.ones((1,)))
 checkpoint = Path(sys.argv[1], rank)
 start = int(checkpoint.read_text()) if checkpoint.exists() else 0
-print(f"attempt {attempt} starts at step {start}", flush=True)
+print(f"attempt {attempt} starts at step {start} with {int(total.item())} ranks", flush=True)
 checkpoint.write_text(str(start + 5))  # five steps trained, saved
 if attempt == 0 and rank == "1":
     while not Path(sys.argv[1], "0").exists():  # rank 0 has saved its checkpoint
@@ -191,7 +239,7 @@ def test_the_group_restarts_from_its_checkpoint_with_a_log_file_per_rank(tmp_pat
     for rank in (0, 1):
         text = (logs / f"rank_{rank}.log").read_text()
         assert "multidev launch: restart 1 of 1" in text, text
-        assert "attempt 1 starts at step 5\nattempt 1 done at step 10" in text, text
+        assert "attempt 1 starts at step 5 with 2 ranks\nattempt 1 done at step 10" in text, text
     assert "RuntimeError: rank 1 fails on its first attempt" in (logs / "rank_1.log").read_text()
 
 

@@ -4,6 +4,7 @@ on GPU), configured through the ``PADDLE_*`` variables ``init_parallel_env`` rea
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import paddle
@@ -18,9 +19,11 @@ __all__ = ["PaddleGroup", "data_parallel", "recorded_all_reduce", "start"]
 class PaddleGroup(Group):
     """Paddle's default process group; collectives work in place on Paddle tensors."""
 
-    def __init__(self, rank: int, world_size: int, local_rank: int, device: Device, engine: str):
-        super().__init__(rank, world_size, local_rank, device)
+    def __init__(self, job: Job, device: Device, engine: str):
+        super().__init__(job.rank, job.world_size, job.local_rank, device)
         self.engine = engine
+        self.timeout = job.timeout
+        self._barriers = 0
 
     def all_reduce(self, x: Any) -> Any:
         if self.world_size > 1:
@@ -33,8 +36,34 @@ class PaddleGroup(Group):
         return x
 
     def barrier(self) -> None:
-        if self.world_size > 1:
+        """Every rank's arrival. Paddle's gloo collectives give up after a fixed 30 s (Paddle
+        has no setting for it), which a rank waiting while rank 0 writes a large checkpoint
+        can pass: on gloo the ranks count their arrivals in Paddle's store instead, within
+        the group's timeout."""
+        if self.world_size == 1:
+            return
+        if self.engine != "gloo":
             pdist.barrier()
+            return
+        store = paddle.base.core.create_or_get_global_tcp_store()
+        self._barriers += 1
+        key = f"multidev/barrier/{self._barriers}"
+        store.add(key, 1)
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while store.add(key, 0) < self.world_size:
+            if time.monotonic() > deadline:
+                arrived = store.add(key, 0)
+                raise DistributedError(
+                    f"Expected all {self.world_size} workers to reach the barrier within "
+                    f"{self.timeout:g} s. Received: {arrived} of them there after "
+                    f"{self.timeout:g} s on rank {self.rank} (another worker stopped or "
+                    "hangs). If a rank may wait "
+                    "longer for the others (writing a checkpoint), raise the bound: "
+                    "init_process_group(timeout=...) or MULTIDEV_DIST_TIMEOUT."
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
 
 class _RecordedSum(paddle.autograd.PyLayer):
@@ -100,7 +129,7 @@ def start(job: Job) -> PaddleGroup:
             pdist.init_parallel_env()
         except (RuntimeError, ValueError, AssertionError) as e:
             raise job.meeting_error(e) from e
-    return PaddleGroup(job.rank, job.world_size, job.local_rank, device, engine)
+    return PaddleGroup(job, device, engine)
 
 
 def data_parallel(

@@ -15,6 +15,7 @@ import torch.distributed as dist
 
 from multidev.device import Device
 from multidev.distributed.group import DistributedError, Group, Job
+from multidev.distributed.launch import RESTART_ENV
 
 __all__ = [
     "GradientReducer",
@@ -94,17 +95,36 @@ def start(job: Job) -> TorchGroup:
         device = Device("cpu", 0)
     os.environ["MASTER_ADDR"] = job.master_addr
     os.environ["MASTER_PORT"] = str(job.master_port)
+    timeout = datetime.timedelta(seconds=job.timeout)
     try:
-        dist.init_process_group(
-            engine,
-            init_method="env://",
-            rank=job.rank,
-            world_size=job.world_size,
-            timeout=datetime.timedelta(seconds=job.timeout),
-        )
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            store = _attempt_store(job, timeout)
+            dist.init_process_group(
+                engine, store=store, rank=job.rank, world_size=job.world_size, timeout=timeout
+            )
+        else:
+            dist.init_process_group(
+                engine,
+                init_method="env://",
+                rank=job.rank,
+                world_size=job.world_size,
+                timeout=timeout,
+            )
     except (RuntimeError, ValueError) as e:
         raise job.meeting_error(e) from e
     return TorchGroup(job.rank, job.world_size, job.local_rank, device, engine)
+
+
+def _attempt_store(job: Job, timeout: datetime.timedelta) -> Any:
+    """The keys of this attempt in the store of torchrun's agent. Its static rendezvous keeps
+    one store for all the attempts of a run, which ``env://`` reads without a prefix: after a
+    restart a rank could read the address a rank of the failed attempt published and fail to
+    connect to it (gloo: "connectFullMesh failed ... Connection refused")."""
+    store = dist.TCPStore(
+        job.master_addr, job.master_port, job.world_size, is_master=False, timeout=timeout
+    )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"multidev/attempt_{attempt}/", store)
 
 
 def framework_launcher(
@@ -116,11 +136,20 @@ def framework_launcher(
     master_port: int,
     log_dir: str,
     argv: list[str],
+    restarts: int = 0,
 ) -> list[str]:
     """The torchrun command that starts this node's workers (every worker stopped when one
     fails). Their output goes into files under ``log_dir`` (``--redirects=3``), which
     ``multidev launch`` writes out a whole line at a time with each rank's prefix: torchrun's
-    own console copy (``--tee``) writes whatever part of a line has arrived."""
+    own console copy (``--tee``) writes whatever part of a line has arrived. With
+    ``restarts`` torchrun's elastic agent starts the workers again after a failure, each
+    attempt told in ``TORCHELASTIC_RESTART_COUNT``, which a shell copies into
+    ``MULTIDEV_RESTART_COUNT`` before it becomes the worker (``exec``: torchrun watches the
+    worker itself)."""
+    worker = argv  # torchrun runs the script with its own ``python -u``
+    if restarts:
+        copy = f'{RESTART_ENV}="$TORCHELASTIC_RESTART_COUNT" exec "$0" "$@"'
+        worker = ["--no-python", "/bin/sh", "-c", copy, sys.executable, "-u", *argv]
     return [
         sys.executable,
         "-m",
@@ -130,10 +159,10 @@ def framework_launcher(
         f"--node-rank={node_rank}",
         f"--master-addr={master_addr}",
         f"--master-port={master_port}",
-        "--max-restarts=0",
+        f"--max-restarts={restarts}",
         f"--log-dir={log_dir}",
         "--redirects=3",
-        *argv,
+        *worker,
     ]
 
 

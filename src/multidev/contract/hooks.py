@@ -142,8 +142,9 @@ class DistributedEngine(Protocol):
     #: own data-parallel module (Paddle); None: multidev's
     data_parallel: Callable[..., Any] | None = None
     #: ``framework_launcher(nproc_per_node=, nnodes=, node_rank=, master_addr=,
-    #: master_port=, log_dir=, argv=) -> command``: start the workers through the
-    #: framework's launcher (torchrun); None: ``multidev launch`` starts them itself
+    #: master_port=, log_dir=, argv=, restarts=) -> command``: start the workers through
+    #: the framework's launcher (torchrun), which restarts them itself ``restarts`` times
+    #: (given on one node only); None: ``multidev launch`` starts them itself
     framework_launcher: Callable[..., list[str]] | None = None
     #: ``worker_envs(nproc_per_node=, nnodes=, node_rank=, master_addr=, master_port=)``:
     #: extra environment per local worker (TF_CONFIG); None: none

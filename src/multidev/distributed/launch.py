@@ -13,7 +13,8 @@ seconds) and the launcher returns 1 with a summary of the first failure: the ran
 its exit code or signal, and the last lines of its output (torchrun's own report names the
 rank for torch). With ``max_restarts`` the whole group is started again after a failure, up
 to that many times, each worker told the attempt in ``MULTIDEV_RESTART_COUNT`` (0 first) so
-that it resumes from its last checkpoint. ``log_dir`` keeps one file per rank
+that it resumes from its last checkpoint; on one machine torchrun's elastic agent restarts
+torch's workers, the same way. ``log_dir`` keeps one file per rank
 (``rank_<r>.log``, MXNet's ``scheduler.log`` and ``server.log``, torchrun's own
 ``launcher.log``), appended to by every attempt; the console then shows only the launcher's
 own lines unless ``tee``.
@@ -410,6 +411,8 @@ class Proc:
     logs: str = ""
     #: the rank of its workers' local rank 0
     first_rank: int = 0
+    #: the restarts a framework launcher makes itself
+    restarts: int = 0
 
     @property
     def name(self) -> str:
@@ -528,26 +531,68 @@ def _pump(stream: IO[bytes], name: str, output: _Output) -> None:
 class _LogTail:
     """The output a framework launcher's workers write into files (torchrun ``--redirects``),
     followed as the files grow and written out a whole line at a time with the rank's name:
-    a line is written once its end has arrived, or at the end of the run."""
+    a line is written once its end has arrived, or at the end of the run. Where the framework
+    launcher restarts its workers (``proc.restarts``), each new attempt's folder is announced
+    as ``launch`` announces its own restarts: the summary of the failure before it, then a
+    line in every log file."""
 
-    def __init__(self, logs: str, first_rank: int, output: _Output) -> None:
-        self.logs = logs
-        self.first_rank = first_rank
+    def __init__(self, proc: Proc, output: _Output, node: int) -> None:
+        self.logs = proc.logs
+        self.first_rank = proc.first_rank
+        self.restarts = proc.restarts
+        self.node = node
         self.output = output
+        self.attempt = 0
         #: path -> (open file, process name, the start of a line whose end has not arrived)
         self.files: dict[str, tuple[IO[bytes], str, bytearray]] = {}
+        #: the files of the attempts before this one, read to their end
+        self.read: set[str] = set()
+        #: the workers (pids) whose failure has been summarised
+        self.reported: set[str] = set()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._follow, daemon=True)
         self.thread.start()
 
     def _scan(self) -> None:
         pattern = os.path.join(glob.escape(self.logs), "*", "attempt_*", "*", "std*.log")
-        for path in sorted(glob.glob(pattern)):
+        found = []
+        for path in glob.glob(pattern):
             local = os.path.basename(os.path.dirname(path))
-            if path in self.files or not local.isdigit():
-                continue
-            name = f"rank {self.first_rank + int(local)}"
+            number = os.path.basename(os.path.dirname(os.path.dirname(path)))[len("attempt_") :]
+            new = path not in self.files and path not in self.read
+            if new and local.isdigit() and number.isdigit():
+                found.append((int(number), path, f"rank {self.first_rank + int(local)}"))
+        for attempt, path, name in sorted(found):
+            if attempt > self.attempt:
+                self._restarted(attempt)
             self.files[path] = (open(path, "rb"), name, bytearray())  # noqa: SIM115
+
+    def _restarted(self, attempt: int) -> None:
+        """The framework launcher has started attempt ``attempt``: the previous attempt's
+        lines are written out, its failure summarised (torchrun's line "failed (exitcode: 1)
+        local_rank: 1 ...", logged before it stops the other workers), the restart marked."""
+        self._read(final=True)
+        for path, (f, _, _) in self.files.items():
+            f.close()
+            self.read.add(path)
+        self.files.clear()
+        self.attempt = attempt
+        failure = None
+        deadline = time.monotonic() + 1.0
+        while failure is None and time.monotonic() < deadline:
+            for code, local, pid in _WORKER_FAILED.findall("\n".join(self.output.tail(""))):
+                if pid not in self.reported:
+                    self.reported.add(pid)
+                    who = f"rank {self.first_rank + int(local)}"
+                    failure = Failure(who, self.node, _describe(int(code)), self.output.tail(who))
+                    break
+            if failure is None:
+                time.sleep(0.05)
+        if failure is not None:
+            self.output.note(failure.summary())
+        n = self.restarts
+        self.output.note(f"multidev launch: restarting the workers (restart {attempt} of {n}).")
+        self.output.mark(f"multidev launch: restart {attempt} of {n}")
 
     def _read(self, final: bool) -> None:
         for f, name, pending in self.files.values():
@@ -666,6 +711,7 @@ def _plan(
     master_port: int,
     argv: list[str],
     log_dir: str,
+    restarts: int = 0,
 ) -> list[Proc]:
     fw = engine.framework_launcher
     if fw is not None:
@@ -677,8 +723,10 @@ def _plan(
             master_port=master_port,
             log_dir=log_dir,
             argv=argv,
+            restarts=restarts,
         )
-        return [Proc("", cmd, logs=log_dir, first_rank=node_rank * nproc_per_node)]
+        first = node_rank * nproc_per_node
+        return [Proc("", cmd, logs=log_dir, first_rank=first, restarts=restarts)]
     world = nproc_per_node * nnodes
     extra = engine.worker_envs
     envs = (
@@ -770,6 +818,11 @@ def launch(
     if log_dir is not None:
         os.makedirs(log_dir, exist_ok=True)
     output = _Output(out, log_dir, console=log_dir is None or tee)
+    # torchrun restarts one node's workers itself (its elastic agent); across nodes every
+    # node's launcher restarts together, which torchrun's static rendezvous cannot do (the
+    # other nodes' agents restart only once their own workers have failed, each counting
+    # its attempts alone)
+    inside = max_restarts if engine.framework_launcher is not None and nnodes == 1 else 0
     job = _Job(
         engine,
         list(argv),
@@ -780,10 +833,11 @@ def launch(
         stop_timeout,
         rdzv_timeout,
         output,
+        inside,
     )
     try:
         with _stopped_by_signals():
-            for attempt in range(max_restarts + 1):
+            for attempt in range(max_restarts - inside + 1):
                 if attempt:
                     output.mark(f"multidev launch: restart {attempt} of {max_restarts}")
                 env = dict(
@@ -819,6 +873,8 @@ class _Job:
     stop_timeout: float
     rdzv_timeout: float
     output: _Output
+    #: the restarts the framework launcher makes itself (torchrun's elastic agent)
+    restarts: int = 0
 
     def attempt(self, master_port: int, env: dict[str, str]) -> Failure | None:
         """Start the group (after the nodes' meeting), watch it, stop it; the first failure,
@@ -845,6 +901,7 @@ class _Job:
                     port,
                     self.argv,
                     logs,
+                    self.restarts,
                 )
                 return _run(plan, env, self.stop_timeout, self.output, self.node_rank, peers)
         finally:
@@ -987,7 +1044,7 @@ def _run(
             )
             running.append((proc, popen))
             if proc.logs:
-                tails.append(_LogTail(proc.logs, proc.first_rank, output))
+                tails.append(_LogTail(proc, output, node))
             for stream in (popen.stdout, popen.stderr):
                 t = threading.Thread(target=_pump, args=(stream, proc.name, output), daemon=True)
                 t.start()
@@ -1020,6 +1077,8 @@ def _run(
     return failure
 
 
+#: torchrun's line for a worker that failed, before it restarts or stops the others
+_WORKER_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 #: torchrun's report of the first failure: the global rank and its exit code
 _ROOT_CAUSE = re.compile(r"Root Cause.*?\brank\s*:\s*(\d+).*?\bexitcode\s*:\s*(-?\d+)", re.S)
 
