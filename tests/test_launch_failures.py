@@ -54,6 +54,8 @@ for step in range(100000):
             raise RuntimeError("rank 1 raised on purpose")
         if sys.argv[1] == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if sys.argv[1] == "exit":
+            sys.exit(3)
         time.sleep(100000)
     dist.all_reduce(t)
     t = md.ones((4,))
@@ -85,9 +87,11 @@ def _launch_script(script: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("mode", ["raise", "hang", "hang_early"])
+@pytest.mark.parametrize("mode", ["raise", "exit", "hang", "hang_early"])
 def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> None:
-    """hang_early: rank 1 hangs before init_process_group, so rank 0 waits for it there."""
+    """exit: rank 1 calls sys.exit(3), named with its code (on MXNet and JAX, whose shutdown
+    waits for the others, the rank waiting for it was named first, with code 1);
+    hang_early: rank 1 hangs before init_process_group, so rank 0 waits for it there."""
     res = run(tmp_path, mode)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
@@ -99,6 +103,11 @@ def test_a_rank_that_raises_or_hangs_ends_the_job(tmp_path: Path, mode: str) -> 
             summary,
         ), out
         assert "RuntimeError: rank 1 raised on purpose" in summary, out
+    elif mode == "exit":
+        assert re.search(
+            r"first failure: rank 1 \(node 0\) (exited with code 3|was killed by signal \w+)\.",
+            summary,
+        ), out
     elif mode == "hang":  # the rank that waited for it in an all-reduce ends first
         assert "first failure: rank 0 (node 0) exited with code 1." in summary, out
     else:  # rank 0 waited in init_process_group: the engine's bound or multidev's ends it

@@ -11,7 +11,6 @@ is one array, so a DDP step costs one such call per bucket.
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from typing import Any
@@ -22,7 +21,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group, Job, Watchdog, exit_on_error
+from multidev.distributed.group import DistributedError, ExitAtOnce, Group, Job, Watchdog
 
 from .autograd import STATE, Variable
 
@@ -42,8 +41,7 @@ class JaxGroup(Group):
         super().__init__(rank, world_size, local_rank, device)
         if world_size > 1:
             self._watchdog = Watchdog(rank, timeout, "gloo")
-            self._previous_hook = sys.excepthook
-            self._hook = sys.excepthook = exit_on_error(self._previous_hook)
+            self._exit = ExitAtOnce()  # after JAX's atexit shutdown, so that it runs first
         # one device per process, its first: a process may hold several CPU devices
         # (MULTIDEV_JAX_CPU_DEVICES), and the group is one rank per process
         firsts: dict[int, Any] = {}
@@ -86,8 +84,7 @@ class JaxGroup(Group):
 
     def close(self) -> None:
         if self.world_size > 1:
-            if sys.excepthook is self._hook:
-                sys.excepthook = self._previous_hook
+            self._exit.remove()
             jax.distributed.shutdown()
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import mxnet as mx
 
 from multidev.device import Device
-from multidev.distributed.group import DistributedError, Group, Job, Watchdog, exit_on_error
+from multidev.distributed.group import DistributedError, ExitAtOnce, Group, Job, Watchdog
 from multidev.distributed.launch import Proc
 
 from .updates import invoke, op_handle
@@ -216,10 +216,10 @@ class MXNetGroup(Group):
         self.kv = kv
         self._key = _Keys(kv)
         self._pushes: dict[tuple, _PushPull] = {}
-        self._previous_hook = sys.excepthook
-        # the interpreter's shutdown would free the kvstore, which waits for every other worker
-        self._hook = sys.excepthook = exit_on_error(self._previous_hook)
         atexit.register(self.close)
+        # the interpreter's shutdown would free the kvstore, which waits for every other worker
+        # (registered after ``close``, so that its handler runs first)
+        self._exit = ExitAtOnce()
 
     def all_reduce(self, x: Any) -> Any:
         """The sum over the workers, pulled into ``x``. The kvstore's server sums floating-point
@@ -270,9 +270,8 @@ class MXNetGroup(Group):
         """Leave the job: free the kvstore (a barrier of every worker, bounded by the
         timeout); an exception after it ends the process as usual. Runs at exit too."""
         atexit.unregister(self.close)
+        self._exit.remove()
         self.kv.release()
-        if sys.excepthook is self._hook:
-            sys.excepthook = self._previous_hook
 
 
 class _RecordedSum(mx.autograd.Function):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
@@ -10,11 +11,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..device import Device
 
-__all__ = ["DistributedError", "Group", "Job", "LocalGroup", "Watchdog", "exit_on_error"]
+__all__ = ["DistributedError", "ExitAtOnce", "Group", "Job", "LocalGroup", "Watchdog"]
 
 
 @dataclass(frozen=True)
@@ -123,21 +124,55 @@ class LocalGroup(Group):
         return None
 
 
-def exit_on_error(previous: Any) -> Any:
-    """A ``sys.excepthook`` that reports the exception as ``previous`` does, then ends the
-    process with exit code 1 at once, for engines whose clean shutdown waits for every other
-    worker (which wait for this one): MXNet's kvstore, JAX's coordination service."""
+class ExitAtOnce:
+    """For engines whose clean shutdown waits for every other worker (MXNet's kvstore, JAX's
+    coordination service), which wait for this one: a process that fails ends at once with
+    its own exit status, so that the launcher sees it first and names it. An uncaught
+    exception is reported as before (``sys.excepthook``), then the process ends with code 1.
+    ``sys.exit(status)`` with a failure status ends it with that status where the
+    interpreter's shutdown begins (an ``atexit`` handler registered after the engine's, so
+    it runs first); a status of 0 or None shuts down as usual, waiting for the others. Only
+    calls of ``sys.exit`` are seen (Python has no hook for ``SystemExit``), and one that a
+    script catches and survives still counts. ``remove`` restores everything."""
 
-    def hook(kind: Any, value: Any, tb: Any) -> None:
-        previous(kind, value, tb)
+    def __init__(self) -> None:
+        self.previous_hook = sys.excepthook
+        self.previous_exit = sys.exit
+        self.status: Any = None
+        sys.excepthook = self.hook
+        sys.exit = self.exit
+        atexit.register(self.at_exit)
+
+    def hook(self, kind: Any, value: Any, tb: Any) -> None:
+        self.previous_hook(kind, value, tb)
+        self._end(1)
+
+    def exit(self, status: Any = None) -> NoReturn:
+        self.status = status
+        self.previous_exit(status)
+
+    def at_exit(self) -> None:
+        status = self.status
+        if status is None or status == 0:
+            return
+        # a message (``sys.exit("...")``) was printed by the interpreter; its code is 1
+        self._end(status if isinstance(status, int) else 1)
+
+    @staticmethod
+    def _end(code: int) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError, AttributeError):
                 pass
-        os._exit(1)
+        os._exit(code)
 
-    return hook
+    def remove(self) -> None:
+        atexit.unregister(self.at_exit)
+        if sys.excepthook == self.hook:
+            sys.excepthook = self.previous_hook
+        if sys.exit == self.exit:
+            sys.exit = self.previous_exit
 
 
 class Watchdog:
