@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="start the whole group again after a failure, up to N times (workers read the "
-        "attempt in MULTIDEV_RESTART_COUNT and resume from their checkpoint)",
+        "attempt in MULTIDEV_RESTART_COUNT and resume from their checkpoint; torch on one "
+        "machine: through torchrun's elastic agent)",
     )
     la.add_argument(
         "--log-dir",
