@@ -192,4 +192,5 @@ class Autograd(AutogradHooks):
             var._data[0]._fresh_grad = False
             setattr(var, _HAS_GRAD, False)
         if buffers:
-            invoke(_RESET, buffers, ["num_arrays"], [str(len(buffers))], None)
+            with mx.autograd.pause():  # recorded (zero_grad inside record()), it crashes MXNet
+                invoke(_RESET, buffers, ["num_arrays"], [str(len(buffers))], None)

@@ -103,6 +103,29 @@ def test_zero_grad_between_forward_and_backward_as_in_pytorch(rng):
 
 
 @autograd
+def test_zero_grad_inside_record_clears_the_gradients(rng):
+    """``zero_grad()`` inside ``with md.autograd.record():``, before the forward pass and after
+    a backward, is not part of the recording: the next backward gives the first step's
+    gradients again (MXNet crashed, its reset of the gradient buffers recorded)."""
+    x, y = _data(rng)
+    net = _net()
+    with md.autograd.record():
+        loss = md.mean((net(x) - y) ** 2)
+    loss.backward()
+    recorded = _grads(net)
+    opt = md.optim.SGD(net.parameters(), lr=0.1)
+    for zero in (opt.zero_grad, net.zero_grad):
+        with md.autograd.record():
+            zero()
+            loss = md.mean((net(x) - y) ** 2)
+        loss.backward()
+        _assert_same(_grads(net), recorded)
+        with md.autograd.record():
+            zero()
+        assert all(p.grad is None or not p.grad.numpy().any() for p in net.parameters())
+
+
+@autograd
 @implicit
 def test_no_grad_set_grad_enabled_and_enable_grad_nest_as_in_pytorch(rng):
     x, y = _data(rng)
