@@ -236,6 +236,11 @@ class Backend(Jit, Autograd, AdapterBase):
             return x
         return jnp.array(x, copy=True)
 
+    def stop_gradient(self, x: Any) -> Any:
+        """A new array of the values, a Variable's too (the tape knows arrays and Variables
+        by identity, so it never reaches the Variable through it)."""
+        return jnp.array(x.value if type(x) is Variable else x, copy=True)
+
     def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any:
         """``x += alpha * y``: a Variable gets the new array; a plain array is replaced."""
         if type(x) is Variable:

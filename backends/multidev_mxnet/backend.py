@@ -176,6 +176,12 @@ class Backend(Jit, Autograd, AdapterBase):
     def variable_tensor(self, var):
         return var.data(var.list_ctx()[0])
 
+    def detach(self, x):
+        """MXNet's ``detach``: the same memory without the gradient buffer or the graph, so
+        no gradient flows through it and a write into it (``p.data[0] = 1``) is an ordinary
+        write, recorded or not."""
+        return x.detach()
+
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y`` in place: MXNet's fused ``sgd_update`` kernel (``w -= lr * g``
         with ``lr = -alpha``) on legacy views of the same memory, for floating point."""

@@ -218,6 +218,11 @@ class Backend(Jit, Autograd, AdapterBase):
         with tf.device(x.device):
             return tf.Variable(_deep_copy(x), trainable=True)
 
+    def stop_gradient(self, x):
+        """``tf.stop_gradient``: a tape records every read of a variable or tensor, so a
+        detached value is a new tensor (``p.data`` stays the variable itself)."""
+        return tf.stop_gradient(x)
+
     def add_scaled_(self, x, y, alpha: float):
         """``x += alpha * y``: one fused kernel on a variable where TensorFlow has it for the
         variable's dtype and device, a read, multiply-add and assign otherwise; a new tensor

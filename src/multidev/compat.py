@@ -230,9 +230,10 @@ def _view(self: Tensor, *shape: Any) -> Tensor:
 
 
 def _detach(self: Tensor) -> Tensor:
-    """A tensor sharing this one's storage, outside gradient recording."""
+    """This tensor's values outside gradient recording: no gradient flows back through it
+    (sharing the storage where the framework's tensors are mutable)."""
     bk = self._bk
-    return new_tensor(bk.detach(self._native), bk, self._dev, self._dtype)
+    return new_tensor(bk.stop_gradient(self._native), bk, self._dev, self._dtype)
 
 
 def _clone(self: Tensor) -> Tensor:

@@ -346,6 +346,12 @@ class AdapterBase(AutogradHooks, JitHooks, ExportHooks, UpdateHooks):
         writes into a variable are never recorded."""
         return x
 
+    def stop_gradient(self, x: Any) -> Any:
+        """x's values as a native that no gradient flows through (``x.detach()``): ``detach``
+        where that leaves the graph (torch, Paddle, MXNet); adapters whose ``detach`` is the
+        variable itself, so that ``p.data`` writes into it, override this."""
+        return self.detach(x)
+
     def add_scaled_(self, x: Any, y: Any, alpha: float) -> Any:
         """``x += alpha * y`` in place (the optimisers' update); returns x, or the replacement
         where the framework's tensors are immutable. Adapters override it with a fused op."""

@@ -103,6 +103,31 @@ def test_zero_grad_between_forward_and_backward_as_in_pytorch(rng):
 
 
 @autograd
+def test_detach_stops_the_gradient_and_data_writes_the_parameter():
+    """``x.detach()`` is a constant to backward, of a parameter and of a recorded result
+    alike, and so is ``x.data`` of a result: d/dw of sum(w.detach() * w) is w, of
+    sum(h.detach() * h) with h = 3w is 9w (TensorFlow and MXNet gave 2w and 18w, JAX 2w for
+    the parameter: the gradient went through). A write through ``p.data`` inside
+    ``record()`` changes the parameter, as in PyTorch (MXNet refused it). ``p.data`` of a
+    parameter is its variable on TensorFlow and JAX, where writes need it."""
+    w = nn.Parameter(md.asarray(np.array([1.0, 2.0], np.float32)))
+    with md.autograd.record():
+        loss = md.sum(w.detach() * w)
+    loss.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [1.0, 2.0])
+    for detach in (lambda t: t.detach(), lambda t: t.data):
+        w.grad = None
+        with md.autograd.record():
+            h = w * 3.0
+            loss = md.sum(detach(h) * h)
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy(), [9.0, 18.0])
+    with md.autograd.record():
+        w.data[0] = 5.0
+    np.testing.assert_array_equal(w.numpy(), [5.0, 2.0])
+
+
+@autograd
 def test_zero_grad_inside_record_clears_the_gradients(rng):
     """``zero_grad()`` inside ``with md.autograd.record():``, before the forward pass and after
     a backward, is not part of the recording: the next backward gives the first step's
