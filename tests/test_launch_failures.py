@@ -242,9 +242,12 @@ def test_the_group_restarts_from_its_checkpoint_with_a_log_file_per_rank(tmp_pat
     )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert "first failure: rank 1 (node 0) exited with code 1." in out
-    assert "restarting the workers (restart 1 of 1)" in out
-    assert "[rank 1] attempt 1 done at step 10" in out  # --tee
+    # torch's gloo threads may abort the interpreter's exit (SIGABRT) after the raise
+    assert re.search(
+        r"first failure: rank 1 \(node 0\) (exited with code 1|was killed by signal \w+)\.", out
+    ), out
+    assert "restarting the workers (restart 1 of 1)" in out, out
+    assert "[rank 1] attempt 1 done at step 10" in out, out  # --tee
     for rank in (0, 1):
         text = (logs / f"rank_{rank}.log").read_text()
         assert "multidev launch: restart 1 of 1" in text, text

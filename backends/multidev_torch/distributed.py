@@ -3,6 +3,7 @@ GPU) and torchrun as the launcher."""
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import gc
 import os
@@ -33,6 +34,10 @@ class TorchGroup(Group):
     def __init__(self, rank: int, world_size: int, local_rank: int, device: Device, engine: str):
         super().__init__(rank, world_size, local_rank, device)
         self.engine = engine
+        # a script that ends, or raises, without destroy_process_group() would free gloo's
+        # objects during finalisation, which can abort the process (SIGABRT instead of its
+        # exit code)
+        atexit.register(self.close)
 
     def all_reduce(self, x: Any) -> Any:
         x = x if x.is_contiguous() else x.contiguous()
@@ -48,6 +53,7 @@ class TorchGroup(Group):
         dist.barrier()
 
     def close(self) -> None:
+        atexit.unregister(self.close)
         if dist.is_initialized():
             # free what reference cycles still hold of gloo's work objects while the
             # interpreter is whole: one freed during finalisation can abort the process
