@@ -9,6 +9,9 @@ back, so the common path pays nothing for them.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 import tensorflow.experimental.numpy as tnp
@@ -191,6 +194,17 @@ def copy(x):
     if "CPU" in x.device:
         return tf.raw_ops.DeepCopy(x=x)
     return tf.identity(x)
+
+
+def _copy_gradient(op: Any, grad: Any) -> Any:
+    """A copy passes its gradient through, as ``identity`` does (``x.clone()`` and
+    ``x.to(device)`` under a tape)."""
+    return grad
+
+
+# TensorFlow registers no gradient for DeepCopy: a tape over x.clone() raised LookupError
+with contextlib.suppress(KeyError):  # a TensorFlow that has one keeps its own
+    tf.RegisterGradient("DeepCopy")(_copy_gradient)
 
 
 OPS = op_table(

@@ -128,6 +128,19 @@ def test_detach_stops_the_gradient_and_data_writes_the_parameter():
 
 
 @autograd
+def test_clone_and_copies_pass_the_gradient():
+    """``x.clone()`` and a copy to the same device are differentiable, as in PyTorch: d/dw of
+    sum(w.clone() * w) is 2w (TensorFlow raised LookupError: no gradient for DeepCopy)."""
+    w = nn.Parameter(md.asarray(np.array([1.0, -2.0], np.float32)))
+    for copy in (lambda t: t.clone(), lambda t: t.to(t.device, copy=True)):
+        w.grad = None
+        with md.autograd.record():
+            loss = md.sum(copy(w) * w)
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy(), [2.0, -4.0])
+
+
+@autograd
 def test_zero_grad_inside_record_clears_the_gradients(rng):
     """``zero_grad()`` inside ``with md.autograd.record():``, before the forward pass and after
     a backward, is not part of the recording: the next backward gives the first step's
