@@ -81,7 +81,6 @@ __all__ = [
     "empty_like",
     "expm1",
     "finfo",
-    "flip",
     "floor_divide",
     "from_dlpack",
     "greater_equal",
@@ -854,7 +853,8 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Tensor:
-    """``x`` reversed along ``axis`` (all axes by default)."""
+    """``x`` reversed along ``axis`` (all axes by default). ``md.flip`` is
+    ``torch_names.flip``, which also takes PyTorch's positional ``dims``."""
     x = as_tensor(x)
     axes = ops._axes(x, axis)
     axes = tuple(range(x.ndim)) if axes is None else axes

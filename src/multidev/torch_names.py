@@ -42,6 +42,14 @@ def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> T
     return ops.stack(tensors, axis=dim if axis is None else axis)
 
 
+def flip(input: Any, dims: Any = None, *, axis: Any = None) -> Tensor:
+    """The elements in reverse order along ``dims`` (``md.flip(x, 0)``, ``md.flip(x, (0, 1))``
+    as PyTorch; ``axis=`` as the Array API; every axis when neither is given)."""
+    if axis is None and dims is not None:
+        axis = dims if isinstance(dims, int) else tuple(dims)
+    return array_api.flip(input, axis=axis)
+
+
 def bmm(input: Any, mat2: Any) -> Tensor:
     """Batched matrix product of two 3-D tensors (b, n, m) @ (b, m, p)."""
     return matmul_of_rank("bmm", 3, input, mat2)
@@ -369,6 +377,7 @@ def tensor_methods() -> dict[str, Any]:
         "permute": permute,
         "transpose": lambda self, dim0, dim1: ops.transpose(self, dim0, dim1),
         "swapaxes": swapaxes,
+        "flip": lambda self, *dims: flip(self, _dims(dims)),
         "unsqueeze": unsqueeze,
         "squeeze": squeeze,
         "flatten": lambda self, start_dim=0, end_dim=-1: ops.flatten(self, start_dim, end_dim),
