@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import registry
-from ..autograd import no_grad
+from ..autograd import begin_implicit, no_grad
 from ..device import as_device, check_available
 from ..dispatch import asarray
 from ..dispatch import device_for as _device
@@ -68,6 +68,8 @@ class Parameter(Tensor):
         self.requires_grad = bool(requires_grad)
         self._pending = None
         self._set_variable(_on(t._bk, t._dev, t._bk.make_variable, t._native))
+        if self.requires_grad:
+            begin_implicit()  # ops on it are recorded for backward(), Block or not
 
     def _set_variable(self, var: Any) -> None:
         self._var = var

@@ -61,12 +61,20 @@ def test_backward_without_record_equals_the_recorded_one(rng):
 @implicit
 def test_backward_without_record_on_plain_tensors_that_require_grad(rng):
     x, _ = _data(rng)
-    w = md.zeros((4, 1), requires_grad=True)
-    for step in range(2):
-        loss = md.sum(md.matmul(x, w) * 2.0)
-        loss.backward()
-        expected = (step + 1) * 2.0 * x.numpy().sum(axis=0, keepdims=True).T
-        np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-5)
+    # made with requires_grad=True, and as an nn.Parameter used outside any Block (whose
+    # creation did not start the recording on TensorFlow and JAX)
+    for make in (
+        lambda: md.zeros((4, 1), requires_grad=True),
+        lambda: nn.Parameter(md.zeros((4, 1))),
+    ):
+        with md.autograd.record():  # ends any recording left open by earlier code
+            pass
+        w = make()
+        for step in range(2):
+            loss = md.sum(md.matmul(x, w) * 2.0)
+            loss.backward()
+            expected = (step + 1) * 2.0 * x.numpy().sum(axis=0, keepdims=True).T
+            np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-5)
 
 
 @autograd
@@ -138,6 +146,21 @@ def test_clone_and_copies_pass_the_gradient():
             loss = md.sum(copy(w) * w)
         loss.backward()
         np.testing.assert_allclose(w.grad.numpy(), [2.0, -4.0])
+
+
+@autograd
+def test_a_second_backward_without_retain_graph_is_an_autograd_error():
+    """The recording is freed by the first backward(); a second one raises md.AutogradError
+    on every backend (torch raised its RuntimeError, Paddle a SystemError), and with
+    retain_graph=True the gradients add up."""
+    w = nn.Parameter(md.asarray(np.array([1.0, 2.0], np.float32)))
+    with md.autograd.record():
+        loss = md.sum(w * w)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [4.0, 8.0])
+    with pytest.raises(md.AutogradError, match="retain_graph=True"):
+        loss.backward()
 
 
 @autograd
