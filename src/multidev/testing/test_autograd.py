@@ -167,6 +167,69 @@ def test_loss_shape_and_label_errors():
         F.cross_entropy(md.ones((2, 3)), md.asarray([0, 1, 2]))
 
 
+def _torch_cross_entropy(x, y, weight, ignore, smoothing, reduction):
+    """PyTorch's cross-entropy with class weights, an ignored label and label smoothing,
+    written out in NumPy (float64)."""
+    x = x.astype(np.float64)
+    log_p = x - x.max(1, keepdims=True)
+    log_p = log_p - np.log(np.exp(log_p).sum(1, keepdims=True))
+    c = x.shape[1]
+    w = np.ones(c) if weight is None else weight.astype(np.float64)
+    kept = y != ignore
+    safe = np.where(kept, y, 0)
+    nll = -w[safe] * log_p[np.arange(len(y)), safe]
+    smooth = -(log_p * w).sum(1) / c
+    loss = ((1 - smoothing) * nll + smoothing * smooth) * kept
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / (w[safe] * kept).sum()
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_weight_ignore_index_and_label_smoothing(rng, weighted, smoothing, reduction):
+    """PyTorch's ``weight``, ``ignore_index`` and ``label_smoothing`` (the mean divides by the
+    weights of the labels kept), for the layer too; a label equal to ignore_index counts 0.
+    Without ignore_index, -100 is an out-of-range label, as every other (PyTorch ignores it
+    by default; multidev only when asked)."""
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    y = np.array([0, 2, -100, 4, 1, 2])
+    weight = np.arange(1, 6).astype(np.float32) if weighted else None
+    w = None if weight is None else md.asarray(weight)
+    for ignore, labels in ((-100, y), (2, np.where(y < 0, 3, y))):
+        want = _torch_cross_entropy(x, labels, weight, ignore, smoothing, reduction)
+        kw = {"ignore_index": ignore, "reduction": reduction, "label_smoothing": smoothing}
+        got = F.cross_entropy(md.asarray(x), md.asarray(labels), w, **kw)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+        layer = nn.CrossEntropyLoss(w, **kw)
+        np.testing.assert_allclose(
+            layer(md.asarray(x), md.asarray(labels)).numpy(), want, rtol=1e-5
+        )
+    with pytest.raises(IndexError, match="class labels"):  # MXNet's: where the loss is read
+        F.cross_entropy(md.asarray(x), md.asarray(y), w, label_smoothing=smoothing).numpy()
+    with pytest.raises(TypeError, match="reduction='sum'"):
+        F.cross_entropy(md.asarray(x), md.asarray(y), "sum")
+
+
+@autograd
+@pytest.mark.requires("float64")
+def test_cross_entropy_with_ignored_labels_and_weights_differentiates(rng):
+    """The gradient of the weighted, smoothed loss with an ignored label equals central
+    finite differences of the same loss; the ignored row's gradient is 0."""
+    x = rng.standard_normal((4, 3))
+    y = md.asarray(np.array([0, -1, 2, 1]))
+    w = md.asarray(np.array([1.0, 2.0, 0.5], np.float32))
+
+    def f(z):
+        return F.cross_entropy(z, y, w, ignore_index=-1, label_smoothing=0.1)
+
+    (got,) = _grads(f, x)
+    (want,) = _finite_differences(f, x)
+    np.testing.assert_allclose(got, want, rtol=FD_RTOL, atol=FD_ATOL)
+    np.testing.assert_array_equal(got[1], 0.0)
+
+
 # ------------------------------------------------------------------ accumulation, tying
 
 
