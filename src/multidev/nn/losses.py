@@ -77,9 +77,12 @@ def _masked_cross_entropy(
     """PyTorch's cross-entropy with class weights, ignored labels and label smoothing, from
     multidev ops: per sample ``(1 - s) * -w[y] log p[y] + s / C * -sum_c w[c] log p[c]``, 0 for
     an ignored label, and the mean divides by the sum of ``w[y]`` over the labels kept. The
-    labels are checked on the host first, as in the composed form."""
+    labels are checked on the host first, as in the composed form, except while a compiler
+    that follows Python (``torch.compile``) traces the step: there an out-of-range label
+    counts 0."""
     classes = logits.shape[-1]
-    if labels.size:
+    compiling = logits._bk.jit_compiling
+    if labels.size and not (compiling is not None and compiling()):
         values = labels.numpy()
         values = values[values != ignore_index] if ignore_index is not None else values
         if values.size and (values.min() < 0 or values.max() >= classes):

@@ -22,6 +22,7 @@ import pytest
 
 import multidev as md
 from multidev import nn
+from multidev.nn import functional as F
 from multidev.testing.models import mse_train_step, train_step
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -119,6 +120,33 @@ def test_train_step_equals_eager(bk):
     for a, b in zip(jitted[2], eager[2], strict=True):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
     assert len(found) == (0 if _compiles_steps(bk) else 1), found
+
+
+@pytest.mark.requires("autograd")
+def test_cross_entropy_with_ignored_labels_trains_like_eager(bk):
+    """A step whose loss has class weights, an ignored label and label smoothing (composed
+    of multidev ops, its labels checked on the host outside a compiler's trace) compiles or
+    falls back, and trains as the eager step does."""
+    X, _ = _data()
+    labels = md.asarray(np.array([0, 2, -1, 1, 2, -1]))
+    weight = md.asarray(np.array([1.0, 2.0, 0.5], np.float32))
+
+    def run(compiled: bool):
+        net = _mlp()
+        opt = md.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(X, y):
+            opt.zero_grad()
+            with md.autograd.record():
+                loss = F.cross_entropy(net(X), y, weight, ignore_index=-1, label_smoothing=0.1)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = md.jit(step) if compiled else step
+        return [fn(X, labels).item() for _ in range(3)], _values(net)
+
+    _trained_alike(run)
 
 
 @pytest.mark.requires("autograd")
