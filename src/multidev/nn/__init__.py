@@ -5,10 +5,21 @@ backend.
 """
 
 from . import functional, init, utils
+from .activations import ELU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, SiLU, Softplus
 from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
-from .losses import CrossEntropyLoss, MSELoss
-from .module import Block, IncompatibleKeys, Module, Sequential
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Block, IncompatibleKeys, Module, ModuleDict, ModuleList, Sequential
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -34,12 +45,15 @@ from .sequence_layers import (
 )
 
 __all__ = [
+    "ELU",
     "GELU",
     "GRU",
     "LSTM",
     "RNN",
     "AdaptiveAvgPool2d",
     "AvgPool2d",
+    "BCELoss",
+    "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
     "Block",
@@ -51,25 +65,38 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GroupNorm",
+    "Hardtanh",
+    "HuberLoss",
     "Identity",
     "IncompatibleKeys",
+    "KLDivLoss",
+    "L1Loss",
     "LayerNorm",
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
     "LazyConv2d",
     "LazyLinear",
+    "LeakyReLU",
     "Linear",
+    "LogSigmoid",
+    "LogSoftmax",
     "MSELoss",
     "MaxPool2d",
     "Module",
+    "ModuleDict",
+    "ModuleList",
     "MultiheadAttention",
+    "NLLLoss",
     "NonDynamicallyQuantizableLinear",
     "Parameter",
     "RNNBase",
     "ReLU",
     "Sequential",
+    "SiLU",
     "Sigmoid",
+    "SmoothL1Loss",
     "Softmax",
+    "Softplus",
     "SyncBatchNorm",
     "Tanh",
     "TransformerEncoderLayer",

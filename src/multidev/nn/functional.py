@@ -22,25 +22,38 @@ __all__ = [
     "adaptive_avg_pool2d",
     "avg_pool2d",
     "batch_norm",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "conv1d",
     "conv2d",
     "conv_transpose2d",
     "cross_entropy",
     "dropout",
+    "elu",
     "embedding",
     "gelu",
     "group_norm",
+    "hardtanh",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
     "layer_norm",
+    "leaky_relu",
     "linear",
     "log_softmax",
+    "logsigmoid",
     "max_pool2d",
     "mse_loss",
+    "nll_loss",
     "one_hot",
     "pad",
     "relu",
     "scaled_dot_product_attention",
     "sigmoid",
+    "silu",
+    "smooth_l1_loss",
     "softmax",
+    "softplus",
     "tanh",
 ]
 
@@ -215,6 +228,7 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 
 # ---------------------------------------------------------------- losses
 
+from .activations import elu, hardtanh, leaky_relu, logsigmoid, silu, softplus  # noqa: E402
 from .functional_cnn import (  # noqa: E402
     adaptive_avg_pool2d,
     avg_pool2d,
@@ -226,7 +240,17 @@ from .functional_cnn import (  # noqa: E402
     max_pool2d,
     pad,
 )
-from .losses import cross_entropy, mse_loss  # noqa: E402
+from .losses import (  # noqa: E402
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .sequence_functional import (  # noqa: E402
     embedding,
     gelu,

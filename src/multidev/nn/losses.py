@@ -18,7 +18,26 @@ from ..dispatch import wrap as _wrap
 from ..tensors import Tensor
 from .module import Block
 
-__all__ = ["CrossEntropyLoss", "MSELoss", "cross_entropy", "mse_loss"]
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "NLLLoss",
+    "SmoothL1Loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+    "smooth_l1_loss",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -57,6 +76,204 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     return _reduce(d * d, reduction)
 
 
+def _pair(input: Any, target: Any, reduction: str, what: str) -> tuple[Tensor, Tensor]:
+    """Floating ``input`` and ``target`` of one shape (broadcasting would pair every
+    prediction with every target), the reduction checked."""
+    _check_reduction(reduction)
+    x = _floating(_tensor(input))
+    y = _tensor(target, x)
+    if x.shape != y.shape:
+        raise ValueError(
+            f"Expected input and target of the same shape for {what}. Received: {x.shape} and "
+            f"{y.shape}. Reshape the target first, e.g. target.reshape({x.shape})."
+        )
+    return x, ops.astype(y, x._dtype) if y._dtype is not x._dtype else y
+
+
+def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
+    """``|input - target|``, averaged (or summed, or elementwise with ``"none"``)."""
+    x, y = _pair(input, target, reduction, "l1_loss")
+    return _reduce(ops.abs(x - y), reduction)
+
+
+def smooth_l1_loss(input: Any, target: Any, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 d**2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (d = input -
+    target); ``beta=0`` is the L1 loss."""
+    if beta < 0:
+        raise ValueError(f"Expected beta >= 0. Received: {beta}")
+    x, y = _pair(input, target, reduction, "smooth_l1_loss")
+    d = ops.abs(x - y)
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(ops.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """``0.5 d**2`` where ``|d| <= delta``, ``delta * (|d| - 0.5 delta)`` elsewhere."""
+    if delta <= 0:
+        raise ValueError(f"Expected delta > 0. Received: {delta}")
+    x, y = _pair(input, target, reduction, "huber_loss")
+    d = ops.abs(x - y)
+    return _reduce(ops.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+
+
+def binary_cross_entropy(
+    input: Any, target: Any, weight: Any = None, reduction: str = "mean"
+) -> Tensor:
+    """``-(y log p + (1 - y) log(1 - p))`` for probabilities ``input``, each log clamped at
+    -100 as PyTorch does (a probability of exactly 0 or 1 gives a finite loss), times
+    ``weight`` (broadcast) where given."""
+    p, y = _pair(input, target, reduction, "binary_cross_entropy")
+    log_p = ops.maximum(ops.log(p), -100.0)
+    log_q = ops.maximum(ops.log(1.0 - p), -100.0)
+    loss = -(y * log_p + (1.0 - y) * log_q)
+    if weight is not None:
+        loss = loss * _tensor(weight, p)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Any, target: Any, weight: Any = None, reduction: str = "mean", pos_weight: Any = None
+) -> Tensor:
+    """``binary_cross_entropy(sigmoid(input), target)`` computed from the logits without
+    overflow: ``(1 - y) x + (1 + (w_pos - 1) y) * softplus(-x)``, ``pos_weight`` (broadcast
+    along the last axis) weighting the positive term; times ``weight`` where given."""
+    x, y = _pair(input, target, reduction, "binary_cross_entropy_with_logits")
+    softplus_neg = ops.maximum(-x, 0.0) + ops.log1p(ops.exp(-ops.abs(x)))  # log(1 + exp(-x))
+    if pos_weight is None:
+        loss = (1.0 - y) * x + softplus_neg
+    else:
+        scale = 1.0 + (_tensor(pos_weight, x) - 1.0) * y
+        loss = (1.0 - y) * x + scale * softplus_neg
+    if weight is not None:
+        loss = loss * _tensor(weight, x)
+    return _reduce(loss, reduction)
+
+
+def nll_loss(
+    input: Any,
+    target: Any,
+    weight: Any = None,
+    *,
+    ignore_index: int | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The negative log-likelihood of log-probabilities ``input`` (N, C) at the class labels
+    ``target`` (N,): ``-w[y] * input[i, y]``, the mean dividing by the weights of the labels
+    kept (``cross_entropy`` is ``nll_loss(log_softmax(x), y)``). ``ignore_index`` as in
+    ``cross_entropy``: not assumed."""
+    _check_reduction(reduction)
+    log_p = _floating(_tensor(input))
+    labels = _tensor(target, log_p)
+    if labels._dtype.kind not in "iu":
+        raise TypeError(
+            f"Expected integer class labels. Received: {labels._dtype}. Convert them, e.g. "
+            "labels.astype(md.int64)."
+        )
+    if log_p.ndim != 2 or labels.shape != log_p.shape[:1]:
+        raise ValueError(
+            f"Expected log-probabilities of shape (N, C) with labels of shape (N,). Received: "
+            f"{log_p.shape} and {labels.shape}."
+        )
+    return _masked_nll(log_p, labels, _class_weights(weight, log_p), ignore_index, reduction, 0.0)
+
+
+def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """``target * (log target - input)`` for log-probabilities ``input``, 0 where the target
+    is 0; ``reduction="batchmean"`` divides the sum by the batch size (the mathematical KL
+    divergence; ``"mean"`` divides by the number of elements, as PyTorch does)."""
+    batchmean = reduction == "batchmean"
+    x, t = _pair(input, target, "sum" if batchmean else reduction, "kl_div")
+    if log_target:
+        loss = ops.exp(t) * (t - x)
+    else:
+        positive = t > 0
+        loss = ops.where(positive, t * (ops.log(ops.where(positive, t, 1.0)) - x), 0.0)
+    if batchmean:
+        return ops.sum(loss) / (x.shape[0] if x.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+class _Loss(Block):
+    """A loss function as a layer: its options kept, ``forward(input, target)``."""
+
+    _fn: Any = None
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        if "reduction" in options and options["reduction"] != "batchmean":
+            _check_reduction(options["reduction"])
+        self._options = options
+
+    def forward(self, input: Any, target: Any) -> Tensor:
+        return type(self)._fn(input, target, **self._options)
+
+
+class L1Loss(_Loss):
+    """``l1_loss`` as a layer."""
+
+    _fn = staticmethod(l1_loss)
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """``smooth_l1_loss`` as a layer."""
+
+    _fn = staticmethod(smooth_l1_loss)
+
+    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(reduction=reduction, beta=beta)
+
+
+class HuberLoss(_Loss):
+    """``huber_loss`` as a layer."""
+
+    _fn = staticmethod(huber_loss)
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction, delta=delta)
+
+
+class BCELoss(_Loss):
+    """``binary_cross_entropy`` as a layer."""
+
+    _fn = staticmethod(binary_cross_entropy)
+
+    def __init__(self, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__(weight=weight, reduction=reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """``binary_cross_entropy_with_logits`` as a layer."""
+
+    _fn = staticmethod(binary_cross_entropy_with_logits)
+
+    def __init__(self, weight: Any = None, reduction: str = "mean", pos_weight: Any = None):
+        super().__init__(weight=weight, reduction=reduction, pos_weight=pos_weight)
+
+
+class NLLLoss(_Loss):
+    """``nll_loss`` as a layer."""
+
+    _fn = staticmethod(nll_loss)
+
+    def __init__(
+        self, weight: Any = None, *, ignore_index: int | None = None, reduction: str = "mean"
+    ) -> None:
+        super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction)
+
+
+class KLDivLoss(_Loss):
+    """``kl_div`` as a layer."""
+
+    _fn = staticmethod(kl_div)
+
+    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(reduction=reduction, log_target=log_target)
+
+
 def _label_error(classes: int, received: str) -> IndexError:
     return IndexError(
         f"Expected class labels in [0, {classes}) for logits of {classes} classes. Received: "
@@ -66,22 +283,34 @@ def _label_error(classes: int, received: str) -> IndexError:
     )
 
 
-def _masked_cross_entropy(
-    logits: Tensor,
+def _class_weights(weight: Any, like: Tensor) -> Tensor | None:
+    """``weight`` as one value per class in ``like``'s dtype, or None."""
+    if weight is None:
+        return None
+    w = ops.astype(_tensor(weight, like), like._dtype)
+    if w.shape != like.shape[-1:]:
+        raise ValueError(
+            f"Expected one weight per class, shape {like.shape[-1:]}. Received: {w.shape}."
+        )
+    return w
+
+
+def _masked_nll(
+    log_p: Tensor,
     labels: Tensor,
     weight: Tensor | None,
     ignore_index: int | None,
     reduction: str,
     smoothing: float,
 ) -> Tensor:
-    """PyTorch's cross-entropy with class weights, ignored labels and label smoothing, from
-    multidev ops: per sample ``(1 - s) * -w[y] log p[y] + s / C * -sum_c w[c] log p[c]``, 0 for
-    an ignored label, and the mean divides by the sum of ``w[y]`` over the labels kept. The
-    labels are checked on the host first, as in the composed form, except while a compiler
-    that follows Python (``torch.compile``) traces the step: there an out-of-range label
-    counts 0."""
-    classes = logits.shape[-1]
-    compiling = logits._bk.jit_compiling
+    """PyTorch's negative log-likelihood of log-probabilities with class weights, ignored
+    labels and label smoothing, from multidev ops: per sample ``(1 - s) * -w[y] log p[y] +
+    s / C * -sum_c w[c] log p[c]``, 0 for an ignored label, and the mean divides by the sum
+    of ``w[y]`` over the labels kept. The labels are checked on the host first, as in the
+    composed form, except while a compiler that follows Python (``torch.compile``) traces
+    the step: there an out-of-range label counts 0."""
+    classes = log_p.shape[-1]
+    compiling = log_p._bk.jit_compiling
     if labels.size and not (compiling is not None and compiling()):
         values = labels.numpy()
         values = values[values != ignore_index] if ignore_index is not None else values
@@ -90,11 +319,8 @@ def _masked_cross_entropy(
     kept = None if ignore_index is None else labels != ignore_index
     safe = labels if kept is None else ops.where(kept, labels, zeros_like(labels))
     onehot = ops.astype(
-        ops.expand_dims(safe, -1) == arange(classes, dtype=labels._dtype, device=logits._dev),
-        logits._dtype,
-    )
-    log_p = _wrap(
-        logits, _call(logits, "log_softmax", logits._native, logits.ndim - 1), logits._dtype
+        ops.expand_dims(safe, -1) == arange(classes, dtype=labels._dtype, device=log_p._dev),
+        log_p._dtype,
     )
     weighted = log_p if weight is None else log_p * weight
     loss = -ops.sum(onehot * weighted, axis=-1)
@@ -103,8 +329,8 @@ def _masked_cross_entropy(
     # each sample's share of the mean: its label's weight, 0 where ignored
     share = ops.sum(onehot, axis=-1) if weight is None else ops.sum(onehot * weight, axis=-1)
     if kept is not None:
-        share = share * ops.astype(kept, logits._dtype)
-        loss = loss * ops.astype(kept, logits._dtype)
+        share = share * ops.astype(kept, log_p._dtype)
+        loss = loss * ops.astype(kept, log_p._dtype)
     if reduction == "mean":
         return ops.sum(loss) / ops.sum(share)
     return _reduce(loss, reduction)
@@ -179,16 +405,11 @@ def cross_entropy(
         )
     _check_same(logits, labels)
     if weight is not None or ignore_index is not None or label_smoothing:
-        w = None
-        if weight is not None:
-            w = ops.astype(_tensor(weight, logits), logits._dtype)
-            if w.shape != shape[-1:]:
-                raise ValueError(
-                    f"Expected one weight per class, shape {shape[-1:]}. Received: {w.shape}."
-                )
-        return _masked_cross_entropy(
-            logits, labels, w, ignore_index, reduction, float(label_smoothing)
+        log_p = _wrap(
+            logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
         )
+        w = _class_weights(weight, logits)
+        return _masked_nll(log_p, labels, w, ignore_index, reduction, float(label_smoothing))
     if getattr(logits._bk.ops, "cross_entropy", None) is None or not logits.size:
         return _composed_cross_entropy(logits, labels, reduction)
     if labels._dtype is not _dt.int64:

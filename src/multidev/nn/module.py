@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -26,7 +26,7 @@ from ..tensors import Tensor
 from .parameter import Parameter, UninitializedParameter
 from .parameter import same_backend as _same_backend
 
-__all__ = ["Block", "IncompatibleKeys", "Module", "Sequential"]
+__all__ = ["Block", "IncompatibleKeys", "Module", "ModuleDict", "ModuleList", "Sequential"]
 
 _B = TypeVar("_B", bound="Block")
 
@@ -800,3 +800,82 @@ class Sequential(Block):
         for module in self._modules.values():
             X = module(X)
         return X
+
+
+class ModuleList(Sequential):
+    """Blocks held in a list, as ``torch.nn.ModuleList``: registered (their parameters are
+    the owner's), indexed, iterated, ``append``/``extend``/``insert``; not callable, since
+    the owner's ``forward`` decides how they run."""
+
+    def __init__(self, modules: Iterable[Block] | None = None) -> None:
+        super().__init__(*(modules or ()))
+
+    def extend(self, modules: Iterable[Block]) -> ModuleList:
+        """Add each of ``modules`` at the end."""
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Block) -> None:
+        """Put ``module`` before position ``index``."""
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            "Expected the owner's forward to call the blocks of a ModuleList. Received: a call "
+            "of the ModuleList itself. Iterate over it (for block in self.blocks: X = "
+            "block(X)), or use nn.Sequential to run them in order."
+        )
+
+
+class ModuleDict(Block):
+    """Blocks held by name, as ``torch.nn.ModuleDict``: registered, ``d[name]``,
+    ``d[name] = block``, ``in``, ``len``, ``keys``/``values``/``items``, ``update``."""
+
+    def __init__(self, modules: Mapping[str, Block] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, name: str) -> Block:
+        return self._modules[name]
+
+    def __setitem__(self, name: str, module: Block) -> None:
+        self.add_module(name, module)
+
+    def __delitem__(self, name: str) -> None:
+        del self._modules[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def values(self) -> Iterable[Block]:
+        return self._modules.values()
+
+    def items(self) -> Iterable[tuple[str, Block]]:
+        return self._modules.items()
+
+    def update(self, modules: Mapping[str, Block] | Iterable[tuple[str, Block]]) -> None:
+        """Add (or replace) the blocks of ``modules``, a mapping or (name, block) pairs."""
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for name, module in pairs:
+            self.add_module(name, module)
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            "Expected the owner's forward to call the blocks of a ModuleDict. Received: a call "
+            "of the ModuleDict itself. Call a block by name (self.heads[name](X))."
+        )

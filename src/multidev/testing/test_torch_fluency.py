@@ -660,3 +660,201 @@ def test_einsum_gradients_are_the_products_transposed(rng):
     assert x.grad is not None and w.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), c @ w0.T, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(w.grad.numpy(), x0.T @ c, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ more activations and losses
+
+
+def _softplus_np(z):
+    return np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))
+
+
+_RNG = np.random.default_rng(3)
+_X = (_RNG.standard_normal((4, 5)) * 3).astype(np.float32)
+_T = _RNG.standard_normal((4, 5)).astype(np.float32)
+_Y = (_RNG.random((4, 5)) > 0.5).astype(np.float32)
+_P = (1 / (1 + np.exp(-_X))).astype(np.float32)
+_P[0, 0], _P[1, 1] = 0.0, 1.0  # PyTorch clamps each log at -100
+_LP = (_X - np.log(np.exp(_X).sum(1, keepdims=True))).astype(np.float32)
+_Q = np.exp(_T) / np.exp(_T).sum(1, keepdims=True)
+_Q[0, 2] = 0.0  # 0 * log 0 counts 0
+_Q = (_Q / _Q.sum(1, keepdims=True)).astype(np.float32)
+_LAB = np.array([0, 3, 1, 4])
+_W = np.arange(1, 6).astype(np.float32)
+_PW = np.linspace(0.5, 2, 5).astype(np.float32)
+
+
+def _bce_np(p, y):
+    return -(y * np.maximum(np.log(p), -100) + (1 - y) * np.maximum(np.log(1 - p), -100))
+
+
+def _kl_np(lp, q):
+    return np.where(q > 0, q * (np.log(np.where(q > 0, q, 1)) - lp), 0)
+
+
+#: name -> (multidev call on md tensors, PyTorch's definition in NumPy (float64))
+_LOSSES_AND_ACTIVATIONS = {
+    "silu": (lambda F: F.silu(md.asarray(_X)), lambda: _X / (1 + np.exp(-_X))),
+    "elu": (lambda F: F.elu(md.asarray(_X), 0.7), lambda: np.where(_X > 0, _X, 0.7 * np.expm1(_X))),
+    "leaky_relu": (
+        lambda F: F.leaky_relu(md.asarray(_X), 0.1),
+        lambda: np.where(_X > 0, _X, 0.1 * _X),
+    ),
+    "softplus": (
+        lambda F: F.softplus(md.asarray(_X), 2.0, 5.0),
+        lambda: np.where(2 * _X > 5, _X, _softplus_np(2.0 * _X) / 2),
+    ),
+    "logsigmoid": (lambda F: F.logsigmoid(md.asarray(_X)), lambda: -_softplus_np(-_X)),
+    "hardtanh": (lambda F: F.hardtanh(md.asarray(_X), -0.5, 2.0), lambda: np.clip(_X, -0.5, 2)),
+    "l1_loss": (
+        lambda F: F.l1_loss(md.asarray(_X), md.asarray(_T)),
+        lambda: np.abs(_X - _T).mean(),
+    ),
+    "smooth_l1_loss": (
+        lambda F: F.smooth_l1_loss(md.asarray(_X), md.asarray(_T), reduction="none", beta=0.5),
+        lambda: np.where(np.abs(_X - _T) < 0.5, (_X - _T) ** 2 / 1.0, np.abs(_X - _T) - 0.25),
+    ),
+    "huber_loss": (
+        lambda F: F.huber_loss(md.asarray(_X), md.asarray(_T), reduction="sum", delta=0.7),
+        lambda: np.where(
+            np.abs(_X - _T) <= 0.7, 0.5 * (_X - _T) ** 2, 0.7 * (np.abs(_X - _T) - 0.35)
+        ).sum(),
+    ),
+    "binary_cross_entropy": (
+        lambda F: F.binary_cross_entropy(md.asarray(_P), md.asarray(_Y), md.asarray(_W)),
+        lambda: (_bce_np(_P.astype(np.float64), _Y) * _W).mean(),
+    ),
+    "binary_cross_entropy_with_logits": (
+        lambda F: F.binary_cross_entropy_with_logits(
+            md.asarray(_X), md.asarray(_Y), md.asarray(_W), pos_weight=md.asarray(_PW)
+        ),
+        lambda: (
+            _W * -(_PW * _Y * -_softplus_np(-_X) + (1 - _Y) * -_softplus_np(_X.astype(np.float64)))
+        ).mean(),
+    ),
+    "nll_loss": (
+        lambda F: F.nll_loss(md.asarray(_LP), md.asarray(_LAB), md.asarray(_W), ignore_index=3),
+        lambda: (
+            -(_W[_LAB] * _LP[np.arange(4), _LAB] * (_LAB != 3)).sum()
+            / (_W[_LAB] * (_LAB != 3)).sum()
+        ),
+    ),
+    "kl_div batchmean": (
+        lambda F: F.kl_div(md.asarray(_LP), md.asarray(_Q), reduction="batchmean"),
+        lambda: _kl_np(_LP, _Q).sum() / 4,
+    ),
+    "kl_div log_target": (
+        lambda F: F.kl_div(
+            md.asarray(_LP), md.asarray(np.log(_Q + 1e-9)), reduction="none", log_target=True
+        ),
+        lambda: np.exp(np.log(_Q + 1e-9)) * (np.log(_Q + 1e-9) - _LP),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LOSSES_AND_ACTIVATIONS))
+def test_more_activations_and_losses_have_pytorchs_meaning(name):
+    fn, want = _LOSSES_AND_ACTIVATIONS[name]
+    with np.errstate(divide="ignore"):  # log(0) of a probability 0 or 1, clamped at -100
+        got, expected = fn(nn.functional), want()
+    assert isinstance(got, md.Tensor) and got.backend == md.get_backend()
+    np.testing.assert_allclose(got.numpy(), expected, rtol=2e-5, atol=2e-5)
+
+
+@autograd
+@pytest.mark.parametrize(
+    "layer",
+    [
+        nn.SiLU(),
+        nn.ELU(0.5),
+        nn.LeakyReLU(0.2),
+        nn.Softplus(),
+        nn.LogSigmoid(),
+        nn.Hardtanh(),
+        nn.LogSoftmax(1),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_activation_layers_differentiate(layer):
+    """The layer forms, and their gradients against central finite differences (float32)."""
+    x = md.asarray(_X[:2] * 0.5 + 0.05)  # away from kinks
+    w = nn.Parameter(x)
+    with md.autograd.record():
+        loss = md.sum(layer(w) * md.asarray(_T[:2]))
+    loss.backward()
+    eps = 1e-2
+
+    def value(a):
+        return float(md.sum(layer(md.asarray(a)) * md.asarray(_T[:2])).item())
+
+    base = x.numpy().astype(np.float32)
+    fd = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        plus, minus = base.copy(), base.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        fd[idx] = (value(plus) - value(minus)) / (2 * eps)
+    assert w.grad is not None
+    np.testing.assert_allclose(w.grad.numpy(), fd, rtol=2e-2, atol=2e-2)
+
+
+@autograd
+def test_loss_layers_train_a_parameter():
+    """Each loss layer gives the function's value, and its gradient moves a parameter so
+    that the loss falls."""
+    cases = [
+        (nn.L1Loss(), _T),
+        (nn.SmoothL1Loss(beta=0.5), _T),
+        (nn.HuberLoss(delta=0.7), _T),
+        (nn.BCEWithLogitsLoss(pos_weight=md.asarray(_PW)), _Y),
+        (nn.KLDivLoss(reduction="batchmean"), _Q),
+    ]
+    for layer, target in cases:
+        w = nn.Parameter(md.asarray(_X * 0.1))
+        opt = md.optim.SGD([w], lr=0.1)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            with md.autograd.record():
+                pred = md.nn.functional.log_softmax(w, 1) if isinstance(layer, nn.KLDivLoss) else w
+                loss = layer(pred, md.asarray(target))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[2] < losses[0], (type(layer).__name__, losses)
+    with np.errstate(divide="ignore"):  # log(0), clamped at -100
+        bce = nn.BCELoss()(md.asarray(_P), md.asarray(_Y)).item()
+        np.testing.assert_allclose(bce, _bce_np(_P.astype(np.float64), _Y).mean(), rtol=1e-5)
+    nll = nn.NLLLoss(md.asarray(_W))(md.asarray(_LP), md.asarray(_LAB)).item()
+    want = -(_W[_LAB] * _LP[np.arange(4), _LAB]).sum() / _W[_LAB].sum()
+    np.testing.assert_allclose(nll, want, rtol=1e-5)
+
+
+def test_module_list_and_dict_register_their_blocks():
+    """ModuleList and ModuleDict hold blocks whose parameters are the owner's (so the
+    optimiser and state_dict see them), as in PyTorch; calling either is an error."""
+
+    class Net(nn.Block):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(3, 4), nn.Linear(4, 4)])
+            self.layers.append(nn.Linear(4, 2))
+            self.heads = nn.ModuleDict({"a": nn.Linear(2, 1)})
+            self.heads["b"] = nn.Linear(2, 3)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.heads["a"](x), self.heads["b"](x)
+
+    net = Net()
+    a, b = net(md.ones((5, 3)))
+    assert a.shape == (5, 1) and b.shape == (5, 3)
+    keys = set(net.state_dict())
+    assert {"layers.0.weight", "layers.2.bias", "heads.a.weight", "heads.b.bias"} <= keys
+    assert len(list(net.parameters())) == 10
+    assert len(net.layers) == 3 and "b" in net.heads and list(net.heads) == ["a", "b"]
+    net.layers.insert(0, nn.Identity())
+    assert isinstance(net.layers[0], nn.Identity) and len(net.layers) == 4
+    with pytest.raises(NotImplementedError, match="ModuleList"):
+        net.layers(md.ones((1, 3)))
