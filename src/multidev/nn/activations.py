@@ -79,6 +79,8 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
 
 
 class LeakyReLU(Block):
+    """``leaky_relu`` as a layer."""
+
     def __init__(self, negative_slope: float = 0.01) -> None:
         super().__init__()
         self.negative_slope = negative_slope
@@ -88,6 +90,8 @@ class LeakyReLU(Block):
 
 
 class ELU(Block):
+    """``elu`` as a layer."""
+
     def __init__(self, alpha: float = 1.0) -> None:
         super().__init__()
         self.alpha = alpha
@@ -97,11 +101,15 @@ class ELU(Block):
 
 
 class SiLU(Block):
+    """``silu`` as a layer."""
+
     def forward(self, X: Any) -> Tensor:
         return silu(X)
 
 
 class Softplus(Block):
+    """``softplus`` as a layer."""
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
@@ -112,11 +120,15 @@ class Softplus(Block):
 
 
 class LogSigmoid(Block):
+    """``logsigmoid`` as a layer."""
+
     def forward(self, X: Any) -> Tensor:
         return logsigmoid(X)
 
 
 class Hardtanh(Block):
+    """``hardtanh`` as a layer."""
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
         super().__init__()
         self.min_val = min_val
@@ -127,6 +139,8 @@ class Hardtanh(Block):
 
 
 class LogSoftmax(Block):
+    """``log_softmax`` as a layer."""
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
