@@ -808,7 +808,10 @@ class ModuleList(Sequential):
     the owner's ``forward`` decides how they run."""
 
     def __init__(self, modules: Iterable[Block] | None = None) -> None:
-        super().__init__(*(modules or ()))
+        if isinstance(modules, OrderedDict):  # a slice (Sequential's __getitem__)
+            super().__init__(modules)
+        else:
+            super().__init__(*(modules or ()))
 
     def extend(self, modules: Iterable[Block]) -> ModuleList:
         """Add each of ``modules`` at the end."""

@@ -856,5 +856,7 @@ def test_module_list_and_dict_register_their_blocks():
     assert len(net.layers) == 3 and "b" in net.heads and list(net.heads) == ["a", "b"]
     net.layers.insert(0, nn.Identity())
     assert isinstance(net.layers[0], nn.Identity) and len(net.layers) == 4
+    tail = net.layers[2:]
+    assert isinstance(tail, nn.ModuleList) and len(tail) == 2 and tail[1] is net.layers[3]
     with pytest.raises(NotImplementedError, match="ModuleList"):
         net.layers(md.ones((1, 3)))
