@@ -117,6 +117,13 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     return _reduce(ops.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
 
 
+def _clamped_log(p: Tensor) -> Tensor:
+    """``max(log p, -100)``, with -100 (and a zero gradient) where ``p`` is 0: a sigmoid
+    saturates to exactly 0 or 1 in float32, and log(0) would make the gradient NaN."""
+    positive = p > 0
+    return ops.where(positive, ops.maximum(ops.log(ops.where(positive, p, 1.0)), -100.0), -100.0)
+
+
 def binary_cross_entropy(
     input: Any, target: Any, weight: Any = None, reduction: str = "mean"
 ) -> Tensor:
@@ -124,9 +131,7 @@ def binary_cross_entropy(
     -100 as PyTorch does (a probability of exactly 0 or 1 gives a finite loss), times
     ``weight`` (broadcast) where given."""
     p, y = _pair(input, target, reduction, "binary_cross_entropy")
-    log_p = ops.maximum(ops.log(p), -100.0)
-    log_q = ops.maximum(ops.log(1.0 - p), -100.0)
-    loss = -(y * log_p + (1.0 - y) * log_q)
+    loss = -(y * _clamped_log(p) + (1.0 - y) * _clamped_log(1.0 - p))
     if weight is not None:
         loss = loss * _tensor(weight, p)
     return _reduce(loss, reduction)

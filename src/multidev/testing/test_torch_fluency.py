@@ -825,6 +825,15 @@ def test_loss_layers_train_a_parameter():
     with np.errstate(divide="ignore"):  # log(0), clamped at -100
         bce = nn.BCELoss()(md.asarray(_P), md.asarray(_Y)).item()
         np.testing.assert_allclose(bce, _bce_np(_P.astype(np.float64), _Y).mean(), rtol=1e-5)
+    # a sigmoid saturated to exactly 0 or 1: PyTorch's loss (100 each) and gradients (0)
+    w = nn.Parameter(md.asarray(np.array([-120.0, 30.0, 0.3], np.float32)))
+    with md.autograd.record():
+        loss = nn.BCELoss()(md.nn.functional.sigmoid(w), md.asarray(np.array([0.0, 0.0, 1.0])))
+    loss.backward()
+    assert w.grad is not None
+    p = 1 / (1 + np.exp(-0.3))
+    np.testing.assert_allclose(loss.item(), (100 - np.log(p)) / 3, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), [0.0, 0.0, (p - 1) / 3], rtol=1e-5, atol=1e-7)
     nll = nn.NLLLoss(md.asarray(_W))(md.asarray(_LP), md.asarray(_LAB)).item()
     want = -(_W[_LAB] * _LP[np.arange(4), _LAB]).sum() / _W[_LAB].sum()
     np.testing.assert_allclose(nll, want, rtol=1e-5)
