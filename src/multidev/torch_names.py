@@ -377,7 +377,7 @@ def tensor_methods() -> dict[str, Any]:
         "permute": permute,
         "transpose": lambda self, dim0, dim1: ops.transpose(self, dim0, dim1),
         "swapaxes": swapaxes,
-        "flip": lambda self, *dims: flip(self, _dims(dims)),
+        "flip": lambda self, *dims: flip(self, _dims(dims) if dims else None),
         "unsqueeze": unsqueeze,
         "squeeze": squeeze,
         "flatten": lambda self, start_dim=0, end_dim=-1: ops.flatten(self, start_dim, end_dim),

@@ -444,6 +444,7 @@ _SAME_AS_NUMPY = {
     "cat positional dim": (lambda x: md.cat([x, x], 2), lambda a: np.concatenate([a, a], 2)),
     "flip positional dims": (lambda x: md.flip(x, (0, 2)), lambda a: np.flip(a, (0, 2))),
     "flip method": (lambda x: x.flip(1), lambda a: np.flip(a, 1)),
+    "flip method, every axis": (lambda x: x.flip(), lambda a: np.flip(a)),
     "flip axis=": (lambda x: md.flip(x, axis=-1), lambda a: np.flip(a, -1)),
     "sigmoid": (lambda x: md.sigmoid(x), lambda a: 1 / (1 + np.exp(-a))),
     "relu method": (lambda x: x.relu(), lambda a: np.maximum(a, 0)),
