@@ -5,9 +5,9 @@ backend.
 """
 
 from . import functional, init, utils
-from .activations import ELU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, SiLU, Softplus
+from .activations import ELU, Hardtanh, LeakyReLU, LogSigmoid, SiLU, Softplus
 from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
-from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sigmoid, Tanh
+from .layers import Dropout, Flatten, LazyLinear, Linear, LogSoftmax, ReLU, Sigmoid, Tanh
 from .losses import (
     BCELoss,
     BCEWithLogitsLoss,

@@ -8,7 +8,9 @@ from typing import Any
 
 from .. import array_api, ops
 from ..dispatch import as_tensor as _tensor
+from ..dispatch import call as _call
 from ..dispatch import floating as _floating
+from ..dispatch import wrap as _wrap
 from ..tensors import Tensor
 from .module import Block
 
@@ -17,7 +19,6 @@ __all__ = [
     "Hardtanh",
     "LeakyReLU",
     "LogSigmoid",
-    "LogSoftmax",
     "SiLU",
     "Softplus",
     "elu",
@@ -46,11 +47,9 @@ def elu(input: Any, alpha: float = 1.0) -> Tensor:
 
 
 def silu(input: Any) -> Tensor:
-    """``x * sigmoid(x)`` (swish)."""
-    from .functional import sigmoid
-
+    """``x * sigmoid(x)`` (swish), the framework's sigmoid kernel."""
     x = _x(input)
-    return x * sigmoid(x)
+    return x * _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -136,16 +135,3 @@ class Hardtanh(Block):
 
     def forward(self, X: Any) -> Tensor:
         return hardtanh(X, self.min_val, self.max_val)
-
-
-class LogSoftmax(Block):
-    """``log_softmax`` as a layer."""
-
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, X: Any) -> Tensor:
-        from .functional import log_softmax
-
-        return log_softmax(X, self.dim)

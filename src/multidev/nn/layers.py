@@ -14,7 +14,7 @@ from . import init
 from .module import Block
 from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "ReLU", "Sigmoid", "Tanh"]
+__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "LogSoftmax", "ReLU", "Sigmoid", "Tanh"]
 
 _SQRT5 = math.sqrt(5)
 
@@ -178,3 +178,14 @@ class Dropout(Block):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class LogSoftmax(Block):
+    """``log_softmax`` as a layer."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, X: Any) -> Tensor:
+        return F.log_softmax(X, self.dim)
