@@ -92,17 +92,17 @@ def _rand(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _run(op, lib, x, low):
-    """``op`` through ``lib`` ("md" or "torch") on float32 arrays cast to ``low`` first where
-    ``low`` is given; returns the output dtype's name."""
+def _run(op, lib, x, low, device="cpu"):
+    """``op`` through ``lib`` ("md" or "torch", on torch's ``device``) on float32 arrays cast to
+    ``low`` first where ``low`` is given; returns the output dtype's name."""
     a, w, img, k = x
     if lib == "torch":
         import torch
         import torch.nn.functional as TF
 
-        cast = (lambda t: torch.from_numpy(t).to(getattr(torch, low))) if low else torch.from_numpy
-        A, W, IMG, K = cast(a), cast(w), cast(img), cast(k)
-        labels = torch.zeros(4, dtype=torch.long)
+        dtype = getattr(torch, low) if low else torch.float32
+        A, W, IMG, K = (torch.from_numpy(t).to(device, dtype) for t in (a, w, img, k))
+        labels = torch.zeros(4, dtype=torch.long, device=device)
         fns = {
             "matmul": lambda: torch.matmul(A, W.T),
             "linear": lambda: TF.linear(A, W),
@@ -179,11 +179,7 @@ def test_table_equals_torch_autocast(op, input_dtype):
     if device == "cpu" and input_dtype and op in TORCH_CPU_DIFFERS:
         pytest.skip(f"torch's CPU autocast keeps bfloat16 {op} in bfloat16; checked on CUDA")
     with torch.autocast(device, dtype=torch.bfloat16):
-        if device == "cuda":
-            with torch.device("cuda"):
-                got = _run(op, "torch", INPUTS, input_dtype)
-        else:
-            got = _run(op, "torch", INPUTS, input_dtype)
+        got = _run(op, "torch", INPUTS, input_dtype, device)
     assert got == ("bfloat16" if TABLE[op] == "low" else "float32")
 
 

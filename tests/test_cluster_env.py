@@ -77,6 +77,75 @@ def test_srun_variables_give_rank_world_local_rank_and_the_first_node():
 
 
 @pytest.mark.parametrize(
+    ("env", "per_machine"),
+    [
+        ({"RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}, 2),
+        ({"RANK": "0", "WORLD_SIZE": "4"}, None),
+        (
+            {
+                "SLURM_PROCID": "0",
+                "SLURM_NTASKS": "8",
+                "SLURM_LOCALID": "0",
+                "SLURM_JOB_NODELIST": "n[1-2]",
+                "SLURM_STEP_TASKS_PER_NODE": "4(x2)",
+            },
+            4,
+        ),
+        (  # nodes with different numbers of tasks: no one count
+            {
+                "SLURM_PROCID": "0",
+                "SLURM_NTASKS": "3",
+                "SLURM_LOCALID": "0",
+                "SLURM_JOB_NODELIST": "n[1-2]",
+                "SLURM_STEP_TASKS_PER_NODE": "2,1",
+            },
+            None,
+        ),
+        (
+            {
+                "OMPI_COMM_WORLD_RANK": "0",
+                "OMPI_COMM_WORLD_SIZE": "2",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+            },
+            2,
+        ),
+        (
+            {
+                "PADDLE_TRAINER_ID": "0",
+                "PADDLE_TRAINERS_NUM": "2",
+                "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:1,127.0.0.1:2",
+                "PADDLE_LOCAL_SIZE": "2",
+            },
+            2,
+        ),
+    ],
+)
+def test_each_launcher_s_count_of_processes_per_machine(env, per_machine):
+    assert detect(env).local_world_size == per_machine
+
+
+@pytest.mark.parametrize(
+    ("world", "per_machine", "gpus", "engine"),
+    [
+        (2, 2, 2, "nccl"),
+        (2, 2, 1, "gloo"),  # two processes on one GPU: gloo on every rank, rank 0 too
+        (2, 2, 0, "gloo"),
+        (16, 8, 8, "nccl"),  # two machines of 8 GPUs
+        (16, None, 8, "gloo"),  # no count per machine: the world size stands in
+        (2, None, 2, "nccl"),
+    ],
+)
+def test_every_rank_of_a_machine_picks_the_same_default_engine(world, per_machine, gpus, engine):
+    picks = {
+        dist.Job(
+            r, world, r % (per_machine or world), "h", 1, None, 1.0, None, per_machine
+        ).default_engine(gpus)
+        for r in range(world)
+    }
+    assert picks == {engine}
+
+
+@pytest.mark.parametrize(
     ("env", "missing"),
     [
         ({"SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_JOB_NODELIST": "n1"}, "SLURM_NTASKS"),

@@ -175,8 +175,9 @@ import numpy as np
 import multidev as md
 from multidev.data import DataLoader, TensorDataset
 
-md.zeros(1)  # the backend's framework is started, as in a training script
+md.zeros(1, device=DEVICE)  # the backend's framework is started, as in a training script
 print("TOP", os.getpid(), flush=True)
+print("HAZARD", md.registry.framework(md.get_backend()).fork_hazard(), flush=True)
 ds = TensorDataset(np.arange(20, dtype=np.float32))
 try:
     rows = [b[0].numpy().tolist() for b in DataLoader(ds, batch_size=4, num_workers=2)]
@@ -197,15 +198,32 @@ def _run_script(tmp_path: Path, text: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_a_script_without_the_main_guard_forks_where_safe_else_refuses(tmp_path):
-    out = _run_script(tmp_path, UNGUARDED)
+def _check_unguarded(out: list[str]) -> str:
+    """The script ran its top level once, and forked exactly when its own process said that
+    was safe; returns that reason ("None" when safe)."""
     assert len([line for line in out if line.startswith("TOP")]) == 1, out  # ran once
-    hazard = md.registry.framework(md.get_backend()).fork_hazard()
-    if hazard is None:
+    hazard = next(line for line in out if line.startswith("HAZARD "))[len("HAZARD ") :]
+    if hazard == "None":
         assert out[-1] == "OK True", out
     else:
         assert out[-1].startswith("REFUSED main guard |"), out
         assert 'if __name__ == "__main__":' in out[-1] and hazard in out[-1]
+    return hazard
+
+
+def test_a_script_without_the_main_guard_forks_where_safe_else_refuses(tmp_path):
+    _check_unguarded(_run_script(tmp_path, UNGUARDED.replace("DEVICE", "md.cpu()")))
+
+
+@pytest.mark.gpu
+def test_an_unguarded_script_that_used_the_gpu_is_refused_where_fork_would_break_it(tmp_path):
+    """PyTorch's rule: a child forked after CUDA is initialised cannot use it, so a script
+    that has put a tensor on the GPU gets the typed error, not workers that fail later."""
+    if md.num_gpus() == 0:
+        pytest.skip("no GPU: num_gpus() == 0")
+    hazard = _check_unguarded(_run_script(tmp_path, UNGUARDED.replace("DEVICE", "md.gpu(0)")))
+    if md.get_backend() == "torch":
+        assert "CUDA is initialised" in hazard
 
 
 GUARDED = """

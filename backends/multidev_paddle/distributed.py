@@ -91,7 +91,7 @@ def start(job: Job) -> PaddleGroup:
     """Join the group through ``paddle.distributed.init_parallel_env`` (its TCP store at
     ``master_addr:master_port``)."""
     gpus = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
-    engine = job.backend or ("nccl" if job.local_rank < gpus else "gloo")
+    engine = job.backend or job.default_engine(gpus)
     if engine not in ("gloo", "nccl"):
         raise ValueError(f"Expected backend 'gloo' or 'nccl' on paddle. Received: {engine!r}")
     if engine == "nccl" and job.local_rank >= gpus:

@@ -86,7 +86,7 @@ def recorded_all_reduce(group: TorchGroup, x: Any) -> Any:
 def start(job: Job) -> TorchGroup:
     """Join the group through ``torch.distributed.init_process_group`` (``env://``)."""
     gpus = torch.cuda.device_count()
-    engine = job.backend or ("nccl" if job.local_rank < gpus else "gloo")
+    engine = job.backend or job.default_engine(gpus)
     if engine not in ("gloo", "nccl"):
         raise ValueError(f"Expected backend 'gloo' or 'nccl' on torch. Received: {engine!r}")
     if engine == "nccl":

@@ -195,6 +195,7 @@ def init_process_group(
     endpoints = None
     world: int | None
     local: int | None
+    local_world: int | None
     if rank is None and world_size is None:
         found = detect(os.environ)
         if found is None:
@@ -203,11 +204,12 @@ def init_process_group(
         rank, world, local = found.rank, found.world_size, found.local_rank
         addr = master_addr or found.master_addr or "127.0.0.1"
         port = found.master_port if master_port is None else int(master_port)
-        endpoints = found.endpoints
+        endpoints, local_world = found.endpoints, found.local_world_size
     else:
         rank = _env_int("RANK", rank)
         world = _env_int("WORLD_SIZE", world_size)
         local = _env_int("LOCAL_RANK", local_rank)
+        local_world = _env_int("LOCAL_WORLD_SIZE", None)
         addr = master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
         port = _env_int("MASTER_PORT", master_port)
     if local_rank is not None:
@@ -238,6 +240,7 @@ def init_process_group(
                 backend=backend,
                 timeout=seconds,
                 endpoints=endpoints,
+                local_world_size=local_world,
             )
         )
 

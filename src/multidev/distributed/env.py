@@ -37,6 +37,7 @@ class Launch:
     master_addr: str | None
     master_port: int | None
     endpoints: tuple[str, ...] | None = None
+    local_world_size: int | None = None
 
 
 def first_host(nodelist: str) -> str:
@@ -134,7 +135,10 @@ def _torchrun(env: Mapping[str, str]) -> Launch | None:
             f"WORLD_SIZE={env.get('WORLD_SIZE')}. Start the workers with `multidev launch "
             "--nproc-per-node N script.py` or torchrun, or pass both rank= and world_size=."
         )
-    return Launch("torchrun", rank, world, rank if local is None else local, addr, port)
+    local_world = _int(env, "LOCAL_WORLD_SIZE")
+    return Launch(
+        "torchrun", rank, world, rank if local is None else local, addr, port, None, local_world
+    )
 
 
 def _slurm(env: Mapping[str, str]) -> Launch | None:
@@ -161,7 +165,21 @@ def _slurm(env: Mapping[str, str]) -> Launch | None:
     port = _int(env, "MASTER_PORT")
     port = port if port is not None else _slurm_port(env)
     assert rank is not None and world is not None and local is not None and addr
-    return Launch("srun", rank, world, local, addr, DEFAULT_PORT if port is None else port)
+    # tasks per node, where every node has the same number: "4", or "4(x2)" for two nodes
+    per_node = re.fullmatch(
+        r"(\d+)(\(x\d+\))?",
+        (env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE") or "").strip(),
+    )
+    return Launch(
+        "srun",
+        rank,
+        world,
+        local,
+        addr,
+        DEFAULT_PORT if port is None else port,
+        None,
+        int(per_node[1]) if per_node else None,
+    )
 
 
 def _mpi(env: Mapping[str, str]) -> Launch | None:
@@ -180,7 +198,9 @@ def _mpi(env: Mapping[str, str]) -> Launch | None:
         return None
     assert rank is not None and world is not None
     addr, port = _master(source, env, one_node=local_size == world)
-    return Launch(source, rank, world, rank if local is None else local, addr, port)
+    return Launch(
+        source, rank, world, rank if local is None else local, addr, port, None, local_size
+    )
 
 
 def _tf_config(env: Mapping[str, str]) -> Launch | None:
@@ -242,6 +262,7 @@ def _paddle(env: Mapping[str, str]) -> Launch | None:
         host,
         port,
         tuple(listed),
+        _int(env, "PADDLE_LOCAL_SIZE"),
     )
 
 

@@ -24,7 +24,8 @@ class Job:
     ``world_size``, its rank on this machine, the rank-0 address and port, the engine the
     user asked for (None: the framework's default), the rendezvous timeout in seconds, and
     every rank's ``host:port`` where the launcher listed them (``TF_CONFIG``, Paddle's
-    launcher; None: the engine derives them from the rank-0 address)."""
+    launcher; None: the engine derives them from the rank-0 address), and the number of
+    processes on this machine where the launcher says (None where it does not)."""
 
     rank: int
     world_size: int
@@ -34,6 +35,15 @@ class Job:
     backend: str | None
     timeout: float
     endpoints: tuple[str, ...] | None = None
+    local_world_size: int | None = None
+
+    def default_engine(self, gpus: int) -> str:
+        """NCCL when every process on this machine has a GPU of its own, else gloo. Every
+        rank must reach the same answer: with 2 processes on 1 GPU, rank 0 choosing NCCL and
+        rank 1 gloo hangs the start-up. Where the launcher gives no count of processes per
+        machine, the world size stands in (so several machines then get gloo)."""
+        per_machine = self.local_world_size or self.world_size
+        return "nccl" if 0 < per_machine <= gpus else "gloo"
 
     def meeting_error(self, cause: BaseException) -> DistributedError:
         """The error for ranks that did not all meet at the rank-0 address in time."""

@@ -33,7 +33,8 @@ def test_tensors_live_and_compute_on_the_gpu(bk):
 
 
 def test_copies_between_cpu_and_gpu():
-    x = md.arange(6, dtype=md.float32)
+    # explicitly on the CPU: TensorFlow, Paddle and JAX place new tensors on the GPU by default
+    x = md.arange(6, dtype=md.float32, device=md.cpu())
     g = x.to(md.gpu(0))
     assert g is not x and g.device is md.gpu(0) and g.to(md.gpu(0)) is g
     back = g.to(md.cpu())
@@ -42,7 +43,7 @@ def test_copies_between_cpu_and_gpu():
 
 def test_cpu_and_gpu_tensors_do_not_mix():
     with pytest.raises(md.DeviceMismatchError):
-        md.ones(2) + md.ones(2, device=md.gpu(0))
+        md.ones(2, device=md.cpu()) + md.ones(2, device=md.gpu(0))
 
 
 def test_model_and_checkpoint_on_the_gpu(tmp_path):
