@@ -5,7 +5,20 @@ backend.
 """
 
 from . import functional, init, utils
-from .activations import ELU, Hardtanh, LeakyReLU, LogSigmoid, SiLU, Softplus
+from .activations import (
+    ELU,
+    GLU,
+    SELU,
+    CosineSimilarity,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PixelShuffle,
+    PixelUnshuffle,
+    SiLU,
+    Softplus,
+)
 from .conv import Conv1d, Conv2d, ConvTranspose2d, LazyConv2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, LogSoftmax, ReLU, Sigmoid, Tanh
 from .losses import (
@@ -47,9 +60,11 @@ from .sequence_layers import (
 __all__ = [
     "ELU",
     "GELU",
+    "GLU",
     "GRU",
     "LSTM",
     "RNN",
+    "SELU",
     "AdaptiveAvgPool2d",
     "AvgPool2d",
     "BCELoss",
@@ -60,6 +75,7 @@ __all__ = [
     "Conv1d",
     "Conv2d",
     "ConvTranspose2d",
+    "CosineSimilarity",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
@@ -82,6 +98,7 @@ __all__ = [
     "LogSoftmax",
     "MSELoss",
     "MaxPool2d",
+    "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
@@ -89,6 +106,8 @@ __all__ = [
     "NLLLoss",
     "NonDynamicallyQuantizableLinear",
     "Parameter",
+    "PixelShuffle",
+    "PixelUnshuffle",
     "RNNBase",
     "ReLU",
     "Sequential",

@@ -165,22 +165,22 @@ def nll_loss(
 ) -> Tensor:
     """The negative log-likelihood of log-probabilities ``input`` (N, C) at the class labels
     ``target`` (N,): ``-w[y] * input[i, y]``, the mean dividing by the weights of the labels
-    kept (``cross_entropy`` is ``nll_loss(log_softmax(x), y)``). ``ignore_index`` as in
-    ``cross_entropy``: not assumed."""
+    kept (``cross_entropy`` is ``nll_loss(log_softmax(x), y)``); (N, C, d1, ...) with labels
+    (N, d1, ...) per position. ``ignore_index`` as in ``cross_entropy``: not assumed."""
     _check_reduction(reduction)
     log_p = _floating(_tensor(input))
     labels = _tensor(target, log_p)
     if labels._dtype.kind not in "iu":
-        raise TypeError(
-            f"Expected integer class labels. Received: {labels._dtype}. Convert them, e.g. "
-            "labels.astype(md.int64)."
-        )
-    if log_p.ndim != 2 or labels.shape != log_p.shape[:1]:
+        raise _not_labels(labels, "")
+    if log_p.ndim < 2 or labels.shape != log_p.shape[:1] + log_p.shape[2:]:
         raise ValueError(
-            f"Expected log-probabilities of shape (N, C) with labels of shape (N,). Received: "
-            f"{log_p.shape} and {labels.shape}."
+            f"Expected log-probabilities of shape (N, C) with labels of shape (N,), or (N, C, "
+            f"d1, ...) with labels (N, d1, ...). Received: {log_p.shape} and {labels.shape}."
         )
-    return _masked_nll(log_p, labels, _class_weights(weight, log_p), ignore_index, reduction, 0.0)
+    w = _class_weights(weight, log_p, log_p.shape[1])
+    rows, labels = _classes_last(log_p, labels)
+    loss = _masked_nll(rows, labels, w, ignore_index, reduction, 0.0)
+    return loss.reshape(log_p.shape[:1] + log_p.shape[2:]) if reduction == "none" else loss
 
 
 def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = False) -> Tensor:
@@ -288,16 +288,35 @@ def _label_error(classes: int, received: str) -> IndexError:
     )
 
 
-def _class_weights(weight: Any, like: Tensor) -> Tensor | None:
+def _class_weights(weight: Any, like: Tensor, classes: int) -> Tensor | None:
     """``weight`` as one value per class in ``like``'s dtype, or None."""
     if weight is None:
         return None
     w = ops.astype(_tensor(weight, like), like._dtype)
-    if w.shape != like.shape[-1:]:
-        raise ValueError(
-            f"Expected one weight per class, shape {like.shape[-1:]}. Received: {w.shape}."
-        )
+    if w.shape != (classes,):
+        raise ValueError(f"Expected one weight per class, shape ({classes},). Received: {w.shape}.")
     return w
+
+
+def _not_labels(target: Tensor, probabilities: str) -> TypeError:
+    return TypeError(
+        f"Expected integer class labels{probabilities}. Received: {target._dtype} values of "
+        f"shape {target.shape}. Convert labels, e.g. labels.astype(md.int64)."
+    )
+
+
+def _classes_last(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """PyTorch's K-dimensional losses, one position at a time: ``scores`` (N, C, d1, ...) as
+    rows (N * d1 * ..., C), and ``target`` (labels (N, d1, ...) or probabilities of the
+    scores' shape) in the same order. (N, C) scores and their targets come back as they are."""
+    if scores.ndim <= 2:
+        return scores, target
+    classes = scores.shape[1]
+    last = (0, *range(2, scores.ndim), 1)
+    rows = ops.reshape(ops.permute_dims(scores, last), (-1, classes))
+    if target.ndim == scores.ndim:  # probabilities, one per class
+        return rows, ops.reshape(ops.permute_dims(target, last), (-1, classes))
+    return rows, ops.reshape(target, (-1,))
 
 
 def _masked_nll(
@@ -341,6 +360,35 @@ def _masked_nll(
     return _reduce(loss, reduction)
 
 
+def _soft_cross_entropy(
+    logits: Tensor,
+    target: Tensor,
+    weight: Any,
+    ignore_index: int | None,
+    reduction: str,
+    smoothing: float,
+) -> Tensor:
+    """PyTorch's cross-entropy with class probabilities: per sample ``-sum_c w[c] q[c] log
+    p[c]`` with ``q`` mixed ``1 - s`` with ``s / C`` by label smoothing; the mean is over the
+    samples (and positions), not the weights."""
+    if ignore_index is not None:
+        raise ValueError(
+            "Expected ignore_index only with integer class labels. Received: ignore_index="
+            f"{ignore_index!r} with class probabilities. Drop ignore_index, or pass labels."
+        )
+    classes = logits.shape[0 if logits.ndim == 1 else 1]
+    w = _class_weights(weight, logits, classes)
+    rows, q = _classes_last(logits, target)
+    log_p = _wrap(rows, _call(rows, "log_softmax", rows._native, rows.ndim - 1), rows._dtype)
+    if smoothing:
+        q = q * (1.0 - smoothing) + smoothing / classes
+    weighted = log_p * q if w is None else log_p * q * w
+    loss = -ops.sum(weighted, axis=-1)
+    if reduction == "none" and logits.ndim >= 3:
+        return loss.reshape(logits.shape[:1] + logits.shape[2:])
+    return _reduce(loss, reduction)
+
+
 def _composed_cross_entropy(logits: Tensor, labels: Tensor, reduction: str) -> Tensor:
     """The cross-entropy from multidev ops, the NumPy reference meaning of the fused op (and
     its form where an adapter has none): one-hot labels times ``log_softmax``. The labels are
@@ -371,6 +419,9 @@ def cross_entropy(
     """Cross-entropy between ``input`` logits of shape (N, C) (or (C,)) and integer class
     labels ``target`` of shape (N,) (or ()), in [0, C): ``-log_softmax(input)[i, target[i]]``,
     averaged over the batch (``reduction="mean"``), summed, or per sample (``"none"``).
+    Logits (N, C, d1, ...) with labels (N, d1, ...) give a loss per position; a floating
+    ``target`` of the logits' shape holds class probabilities: ``-sum_c w[c] target[c]
+    log_softmax(input)[c]``, the mean over the samples (PyTorch's soft targets).
 
     As in PyTorch: ``weight`` (C class weights: the mean divides by the weights of the
     labels), ``ignore_index`` (samples with that label count 0 and are left out of the
@@ -397,23 +448,34 @@ def cross_entropy(
         raise ValueError(f"Expected label_smoothing in [0, 1]. Received: {label_smoothing!r}")
     logits = _floating(_tensor(input))
     labels = _tensor(target, logits)
+    if labels._dtype.kind == "f" and labels.shape == logits.shape and logits.ndim:
+        return _soft_cross_entropy(logits, labels, weight, ignore_index, reduction, label_smoothing)
     if labels._dtype.kind not in "iu":
-        raise TypeError(
-            f"Expected integer class labels. Received: {labels._dtype}. Convert them, e.g. "
-            "labels.astype(md.int64)."
+        raise _not_labels(labels, ", or class probabilities of the logits' shape")
+    if logits.ndim >= 3 and labels.shape == logits.shape[:1] + logits.shape[2:]:
+        rows, flat = _classes_last(logits, labels)
+        loss = cross_entropy(
+            rows,
+            flat,
+            weight,
+            ignore_index=ignore_index,
+            reduction=reduction,
+            label_smoothing=label_smoothing,
         )
+        return loss.reshape(labels.shape) if reduction == "none" else loss
     shape = logits.shape
     if len(shape) not in (1, 2) or labels.shape != shape[:-1]:
         raise ValueError(
-            f"Expected logits of shape (N, C) with labels of shape (N,), or (C,) with a 0-d "
-            f"label. Received: logits {shape} and labels {labels.shape}."
+            f"Expected logits of shape (N, C) with labels of shape (N,), (C,) with a 0-d label, "
+            f"or (N, C, d1, ...) with labels (N, d1, ...). Received: logits {shape} and labels "
+            f"{labels.shape}."
         )
     _check_same(logits, labels)
     if weight is not None or ignore_index is not None or label_smoothing:
         log_p = _wrap(
             logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
         )
-        w = _class_weights(weight, logits)
+        w = _class_weights(weight, logits, shape[-1])
         return _masked_nll(log_p, labels, w, ignore_index, reduction, float(label_smoothing))
     if getattr(logits._bk.ops, "cross_entropy", None) is None or not logits.size:
         return _composed_cross_entropy(logits, labels, reduction)

@@ -212,6 +212,85 @@ def test_cross_entropy_weight_ignore_index_and_label_smoothing(rng, weighted, sm
         F.cross_entropy(md.asarray(x), md.asarray(y), "sum")
 
 
+@pytest.mark.parametrize("options", [{}, {"ignore_index": 1, "label_smoothing": 0.1}])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_and_nll_loss_over_k_dimensions(rng, options, reduction):
+    """Logits (N, C, d1, d2) with labels (N, d1, d2): PyTorch's loss per position, equal to
+    the (N * d1 * d2, C) loss of the positions as rows; "none" keeps the (N, d1, d2) shape."""
+    x = rng.standard_normal((2, 4, 3, 2)).astype(np.float32)
+    y = rng.integers(0, 4, (2, 3, 2))
+    rows = np.moveaxis(x, 1, -1).reshape(-1, 4)
+    weight = np.array([1.0, 2.0, 0.5, 1.5], np.float32)
+    ignore, smoothing = options.get("ignore_index"), options.get("label_smoothing", 0.0)
+    want = _torch_cross_entropy(rows, y.reshape(-1), weight, ignore, smoothing, reduction)
+    want = want.reshape(2, 3, 2) if reduction == "none" else want
+    kw = dict(options, reduction=reduction)
+    got = F.cross_entropy(md.asarray(x), md.asarray(y), md.asarray(weight), **kw)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    if not options:  # the fused kernel's path
+        plain = _torch_cross_entropy(rows, y.reshape(-1), None, None, 0.0, reduction)
+        got = F.cross_entropy(md.asarray(x), md.asarray(y), reduction=reduction)
+        np.testing.assert_allclose(got.numpy(), plain.reshape(np.shape(want)), rtol=1e-5)
+        log_p = F.log_softmax(md.asarray(x), 1)
+        got = F.nll_loss(log_p, md.asarray(y), md.asarray(weight), reduction=reduction)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"\(N, C, d1, \.\.\.\) with labels"):
+        F.cross_entropy(md.asarray(x), md.asarray(y[:, :2]))
+
+
+def _soft_cross_entropy_np(x, q, weight, smoothing, reduction):
+    """PyTorch's cross-entropy with class probabilities (class axis 1), in NumPy (float64)."""
+    x = x.astype(np.float64)
+    log_p = x - x.max(1, keepdims=True)
+    log_p = log_p - np.log(np.exp(log_p).sum(1, keepdims=True))
+    c = x.shape[1]
+    q = q * (1 - smoothing) + smoothing / c
+    w = np.ones(c) if weight is None else weight.astype(np.float64)
+    w = w.reshape((c,) + (1,) * (x.ndim - 2))
+    loss = -(log_p * q * w).sum(1)
+    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction]
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4)], ids=["NC", "NCd"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_with_class_probabilities(rng, shape, smoothing, reduction):
+    """A floating target of the logits' shape holds class probabilities (PyTorch's soft
+    targets): weights multiply, label smoothing mixes in the uniform distribution, and the
+    mean is over the samples; ignore_index is refused there, for the layer too."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    q = rng.random(shape).astype(np.float32)
+    q /= q.sum(1, keepdims=True)
+    weight = np.array([0.5, 1.0, 2.0], np.float32)
+    for w in (None, weight):
+        want = _soft_cross_entropy_np(x, q, w, smoothing, reduction)
+        kw = {"reduction": reduction, "label_smoothing": smoothing}
+        ww = None if w is None else md.asarray(w)
+        got = F.cross_entropy(md.asarray(x), md.asarray(q), ww, **kw)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+        layer = nn.CrossEntropyLoss(ww, **kw)
+        np.testing.assert_allclose(layer(md.asarray(x), md.asarray(q)).numpy(), want, rtol=1e-5)
+    with pytest.raises(ValueError, match="ignore_index only with integer class labels"):
+        F.cross_entropy(md.asarray(x), md.asarray(q), ignore_index=0)
+    with pytest.raises(TypeError, match="class probabilities of the logits' shape"):
+        F.cross_entropy(md.asarray(x), md.asarray(q[:1]))
+
+
+@autograd
+@pytest.mark.requires("float64")
+def test_cross_entropy_with_class_probabilities_differentiates(rng):
+    x = rng.standard_normal((3, 4))
+    q = rng.random((3, 4))
+    q = md.asarray(q / q.sum(1, keepdims=True))
+
+    def f(z):
+        return F.cross_entropy(z, q, label_smoothing=0.1)
+
+    (got,) = _grads(f, x)
+    (want,) = _finite_differences(f, x)
+    np.testing.assert_allclose(got, want, rtol=FD_RTOL, atol=FD_ATOL)
+
+
 @autograd
 @pytest.mark.requires("float64")
 def test_cross_entropy_with_ignored_labels_and_weights_differentiates(rng):

@@ -707,6 +707,27 @@ _LOSSES_AND_ACTIVATIONS = {
     ),
     "logsigmoid": (lambda F: F.logsigmoid(md.asarray(_X)), lambda: -_softplus_np(-_X)),
     "hardtanh": (lambda F: F.hardtanh(md.asarray(_X), -0.5, 2.0), lambda: np.clip(_X, -0.5, 2)),
+    "selu": (
+        lambda F: F.selu(md.asarray(_X)),
+        lambda: 1.0507009873554805 * np.where(_X > 0, _X, 1.6732632423543772 * np.expm1(_X)),
+    ),
+    "mish": (lambda F: F.mish(md.asarray(_X)), lambda: _X * np.tanh(_softplus_np(_X))),
+    "glu": (
+        lambda F: F.glu(md.asarray(_X[:, :4]), 1),
+        lambda: _X[:, :2] / (1 + np.exp(-_X[:, 2:4])),
+    ),
+    "normalize": (
+        lambda F: F.normalize(md.asarray(_X)),
+        lambda: _X / np.maximum(np.sqrt((_X.astype(np.float64) ** 2).sum(1, keepdims=True)), 1e-12),
+    ),
+    "normalize p=1 dim=0": (
+        lambda F: F.normalize(md.asarray(_X), 1.0, 0),
+        lambda: _X / np.abs(_X.astype(np.float64)).sum(0, keepdims=True),
+    ),
+    "cosine_similarity": (  # broadcast (1, 5) against (4, 5)
+        lambda F: F.cosine_similarity(md.asarray(_X), md.asarray(_T[:1])),
+        lambda: (_X * _T[:1]).sum(1) / np.linalg.norm(_X, axis=1) / np.linalg.norm(_T[:1], axis=1),
+    ),
     "l1_loss": (
         lambda F: F.l1_loss(md.asarray(_X), md.asarray(_T)),
         lambda: np.abs(_X - _T).mean(),
@@ -762,6 +783,33 @@ def test_more_activations_and_losses_have_pytorchs_meaning(name):
     np.testing.assert_allclose(got.numpy(), expected, rtol=2e-5, atol=2e-5)
 
 
+def test_pixel_shuffle_moves_channel_blocks_to_pixels_and_back():
+    """PyTorch's layout: output[n, c, h * r + i, w * r + j] = input[n, c * r * r + i * r + j,
+    h, w], with any leading dimensions; pixel_unshuffle inverts it; the layers agree."""
+    x = np.arange(2 * 3 * 8 * 2 * 3, dtype=np.float32).reshape(2, 3, 8, 2, 3)
+    got = nn.functional.pixel_shuffle(md.asarray(x), 2).numpy()
+    want = np.empty((2, 3, 2, 4, 6), np.float32)
+    for c, i, j in np.ndindex(2, 2, 2):
+        want[:, :, c, i::2, j::2] = x[:, :, c * 4 + i * 2 + j]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(nn.PixelShuffle(2)(md.asarray(x)).numpy(), want)
+    back = nn.PixelUnshuffle(2)(md.asarray(want))
+    np.testing.assert_array_equal(back.numpy(), x)
+    with pytest.raises(ValueError, match=r"channels divisible by upscale_factor\*\*2 = 9"):
+        nn.functional.pixel_shuffle(md.asarray(x), 3)
+    with pytest.raises(ValueError, match="positive integer upscale_factor"):
+        nn.PixelShuffle(0)
+    with pytest.raises(ValueError, match="even size along dim 1"):
+        nn.functional.glu(md.asarray(_X), 1)
+
+
+def test_cosine_similarity_layer_and_zero_vectors():
+    """A zero vector has similarity 0 (its norm is clamped at eps), not NaN."""
+    a = md.asarray(np.array([[0.0, 0.0], [1.0, 1.0]], np.float32))
+    b = md.asarray(np.array([[1.0, 2.0], [2.0, 2.0]], np.float32))
+    np.testing.assert_allclose(nn.CosineSimilarity()(a, b).numpy(), [0.0, 1.0], atol=1e-6)
+
+
 @autograd
 @pytest.mark.parametrize(
     "layer",
@@ -773,6 +821,9 @@ def test_more_activations_and_losses_have_pytorchs_meaning(name):
         nn.LogSigmoid(),
         nn.Hardtanh(),
         nn.LogSoftmax(1),
+        nn.SELU(),
+        nn.Mish(),
+        nn.GLU(0),
     ],
     ids=lambda m: type(m).__name__,
 )
@@ -780,13 +831,14 @@ def test_activation_layers_differentiate(layer):
     """The layer forms, and their gradients against central finite differences (float32)."""
     x = md.asarray(_X[:2] * 0.5 + 0.05)  # away from kinks
     w = nn.Parameter(x)
+    weights = md.asarray(_T[:1] if isinstance(layer, nn.GLU) else _T[:2])  # GLU halves dim 0
     with md.autograd.record():
-        loss = md.sum(layer(w) * md.asarray(_T[:2]))
+        loss = md.sum(layer(w) * weights)
     loss.backward()
     eps = 1e-2
 
     def value(a):
-        return float(md.sum(layer(md.asarray(a)) * md.asarray(_T[:2])).item())
+        return float(md.sum(layer(md.asarray(a)) * weights).item())
 
     base = x.numpy().astype(np.float32)
     fd = np.zeros_like(base)
