@@ -199,8 +199,14 @@ def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = 
     return _reduce(loss, reduction)
 
 
+#: the tensor options of the loss layers, buffers as in PyTorch (``to()`` moves them, and
+#: ``state_dict`` holds those given)
+_TENSOR_OPTIONS = ("weight", "pos_weight")
+
+
 class _Loss(Block):
-    """A loss function as a layer: its options kept, ``forward(input, target)``."""
+    """A loss function as a layer: its options kept, its tensor options (``weight``,
+    ``pos_weight``) as buffers; ``forward(input, target)``."""
 
     _fn: Any = None
 
@@ -208,10 +214,15 @@ class _Loss(Block):
         super().__init__()
         if "reduction" in options and options["reduction"] != "batchmean":
             _check_reduction(options["reduction"])
+        for name in _TENSOR_OPTIONS:
+            if name in options:
+                value = options.pop(name)
+                self.register_buffer(name, None if value is None else _tensor(value))
         self._options = options
 
     def forward(self, input: Any, target: Any) -> Tensor:
-        return type(self)._fn(input, target, **self._options)
+        tensors = {n: self._buffers[n] for n in _TENSOR_OPTIONS if n in self._buffers}
+        return type(self)._fn(input, target, **tensors, **self._options)
 
 
 class L1Loss(_Loss):
@@ -504,7 +515,7 @@ class MSELoss(Block):
 
 class CrossEntropyLoss(Block):
     """``cross_entropy`` as a layer: ``loss = nn.CrossEntropyLoss(); loss(logits, labels)``,
-    with its ``weight``, ``ignore_index``, ``reduction`` and ``label_smoothing``."""
+    with its ``weight`` (a buffer), ``ignore_index``, ``reduction`` and ``label_smoothing``."""
 
     def __init__(
         self,
@@ -521,7 +532,7 @@ class CrossEntropyLoss(Block):
                 f"the reduction by name: nn.CrossEntropyLoss(reduction={weight!r})."
             )
         _check_reduction(reduction)
-        self.weight = weight
+        self.register_buffer("weight", None if weight is None else _tensor(weight))
         self.ignore_index = ignore_index
         self.reduction = reduction
         self.label_smoothing = label_smoothing

@@ -783,6 +783,31 @@ def test_more_activations_and_losses_have_pytorchs_meaning(name):
     np.testing.assert_allclose(got.numpy(), expected, rtol=2e-5, atol=2e-5)
 
 
+def test_loss_layers_keep_their_tensor_options_as_buffers():
+    """As PyTorch's: ``weight`` (and ``pos_weight``) are buffers, so ``state_dict`` holds them
+    and ``to()`` moves them with the model; a layer without them has an empty state."""
+    w, pw = md.asarray(_W), md.asarray(_PW)
+    layers = {
+        "CrossEntropyLoss": nn.CrossEntropyLoss(w),
+        "NLLLoss": nn.NLLLoss(w),
+        "BCELoss": nn.BCELoss(w),
+        "BCEWithLogitsLoss": nn.BCEWithLogitsLoss(w, pos_weight=pw),
+    }
+    for name, layer in layers.items():
+        keys = ["weight", "pos_weight"] if name == "BCEWithLogitsLoss" else ["weight"]
+        assert list(layer.state_dict()) == keys, name
+        np.testing.assert_array_equal(layer.state_dict()["weight"].numpy(), _W)
+    assert list(nn.CrossEntropyLoss().state_dict()) == []
+    assert list(nn.BCEWithLogitsLoss().state_dict()) == []
+    last = md.devices()[-1]
+    moved = nn.Sequential(nn.Linear(5, 5), nn.CrossEntropyLoss(w)).to(last)
+    assert moved[1].weight.device == last
+    x, y = md.asarray(_X, device=last), md.asarray(_LAB, device=last)
+    np.testing.assert_allclose(
+        moved[1](x, y).numpy(), nn.functional.cross_entropy(x, y, w.to(last)).numpy(), rtol=1e-6
+    )
+
+
 def test_pixel_shuffle_moves_channel_blocks_to_pixels_and_back():
     """PyTorch's layout: output[n, c, h * r + i, w * r + j] = input[n, c * r * r + i * r + j,
     h, w], with any leading dimensions; pixel_unshuffle inverts it; the layers agree."""
