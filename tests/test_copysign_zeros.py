@@ -43,3 +43,15 @@ def test_a_negative_zero_fill_keeps_its_sign(dtype):
     out = np.asarray(md.full((3,), -0.0, dtype=md_dtype).numpy())
     np.testing.assert_array_equal(np.signbit(out), [True, True, True])
     np.testing.assert_array_equal(np.signbit(np.asarray(md.full((2,), 0.0).numpy())), [False] * 2)
+
+
+@pytest.mark.parametrize("dtype", _dtypes())
+def test_round_and_sign_give_zeros_numpys_sign(dtype):
+    """round keeps the sign of its input (-0.5 rounds to -0.0; MXNet gave +0.0); sign of
+    -0.0 is +0.0 (XLA gave -0.0), as NumPy and PyTorch."""
+    x = np.array([-0.5, -0.2, 0.5, 1.5, -2.5, -0.0, 0.0, -3.0, np.inf, -np.inf], dtype)
+    for name in ("round", "sign"):
+        out = np.asarray(getattr(md, name)(md.asarray(x)).numpy())
+        expected = getattr(np, name)(x)
+        np.testing.assert_array_equal(out, expected, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(expected), err_msg=name)

@@ -44,6 +44,8 @@ LOWERINGS: dict[str, Any] = {
     "broadcast_to": lambda x, shape: jnp.broadcast_to(x, shape),
     "repeat": lambda x, repeats, axis: jnp.repeat(x, repeats, axis=axis),
     "to_dlpack": lambda x: x.__dlpack__(),
+    # XLA's sign of -0.0 is -0.0; NumPy's and PyTorch's is 0.0
+    "sign": lambda x: jnp.where(x == 0, jnp.zeros_like(x), jnp.sign(x)),
     # XLA's remainder gives a zero result the sign of x1 (-0.0 % 2 is -0.0)
     "remainder": divisor_signed(
         jnp.remainder, jnp.copysign, lambda x: jnp.issubdtype(x.dtype, jnp.floating)

@@ -19,7 +19,7 @@ from multidev.contract import native_astype, op_table, summed_matmul
 from multidev.dispatch import SCALAR_OPERAND_OPS
 
 from . import array_api, cnn, losses, sequence_ops
-from .arithmetic import F16, F32, FLOATS, floor_divide, remainder, where, zeros
+from .arithmetic import F16, F32, FLOATS, floor_divide, remainder, signed_zero, where, zeros
 from .dtypes import ALTERNATIVES, NATIVE
 from .fill import F64, exact_float64
 from .indexing import BOOL, INT64, UINT8, getitem, like
@@ -128,6 +128,8 @@ OPS = op_table(
     prod=_reduction(mnp.prod, 1),
     relu=npx.relu,
     remainder=remainder,
+    # MXNet rounds -0.5 to +0; a rounded float keeps the sign of its input, as in NumPy
+    round=lambda x: signed_zero(mnp.round(x), x) if x.dtype in FLOATS else mnp.round(x),
     softmax=_through(lambda x, axis: npx.softmax(x, axis=axis), {F16: F32}),
     sum=_reduction(mnp.sum, 0),
     where=where,
