@@ -4,7 +4,7 @@ backward, SGD step) with ``loss.backward()`` and no ``record()`` (implicit) is t
 the same step inside ``with md.autograd.record():`` (explicit), interleaved in one process by
 ``harness.measure``. Writes this backend's row into ``results/implicit_grad.json`` and the
 table of every backend run so far into ``results/implicit_grad.md``. The target is a ratio
-of at most 1.05. MXNet, which needs ``record()``, is reported as skipped.
+of at most 1.05. A backend without implicit recording is reported as skipped.
 """
 
 from __future__ import annotations

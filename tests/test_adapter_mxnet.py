@@ -473,3 +473,62 @@ def test_gpu_tensors_stay_on_their_gpu(bk):
     assert var.list_ctx() == [mx.gpu(0)] and bk.variable_tensor(var).ctx == mx.gpu(0)
     with pytest.raises(md.DeviceMismatchError):
         x + md.ones((4, 4))
+
+
+# ---------------------------------------------------------------- recording as in PyTorch
+
+
+def _mlp():
+    md.manual_seed(0)
+    return md.nn.Sequential(md.nn.Linear(4, 8), md.nn.ReLU(), md.nn.Linear(8, 2))
+
+
+def test_backward_without_record_leaves_gluons_own_writes_working():
+    """Each multidev op records itself, so MXNet's switch is off between them: after a
+    multidev forward and backward() without record(), Gluon's own parameter writes
+    (``gluon.Trainer.step``, ``Parameter.set_data``) work, as they did with record()."""
+    net = _mlp()
+    x = md.asarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    loss = md.sum(net(x) ** 2)
+    assert not mx.autograd.is_recording()  # no switch left on between the ops
+    loss.backward()
+    w = net[0].weight
+    grad = w.grad.numpy().copy()
+    before = w.numpy().copy()
+    trainer = mx.gluon.Trainer([p.native for p in net.parameters()], "sgd", {"learning_rate": 0.5})
+    trainer.step(1)
+    np.testing.assert_allclose(w.numpy(), before - 0.5 * grad, rtol=1e-6, atol=1e-7)
+    w.native.set_data(mnp.zeros(w.shape))
+    np.testing.assert_array_equal(w.numpy(), 0.0)
+
+
+def test_a_native_record_block_around_multidev_ops_still_records():
+    """Inside MXNet's own ``autograd.record()`` the ops leave its switch on: native code
+    after a multidev op is recorded too, and MXNet's backward reaches the parameters."""
+    net = _mlp()
+    x = md.asarray(np.ones((3, 4), np.float32))
+    with mx.autograd.record():
+        out = net(x).native
+        assert mx.autograd.is_recording()
+        loss = (out * out).sum()  # native ops on the multidev result
+    loss.backward()
+    assert net[0].weight.grad is not None
+    np.testing.assert_array_less(0.0, np.abs(net[2].weight.grad.numpy()).sum())
+
+
+def test_no_grad_and_set_grad_enabled_stop_the_ops_recording():
+    net = _mlp()
+    x = md.asarray(np.ones((3, 4), np.float32))
+    with md.no_grad():
+        loss = md.sum(net(x))
+    with pytest.raises(md.AutogradError, match="no recorded computation"):
+        loss.backward()
+    md.set_grad_enabled(False)
+    try:
+        loss = md.sum(net(x))
+    finally:
+        md.set_grad_enabled(True)
+    with pytest.raises(md.AutogradError, match="no recorded computation"):
+        loss.backward()
+    md.sum(net(x)).backward()  # enabled again
+    assert net[0].weight.grad is not None

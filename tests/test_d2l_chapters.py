@@ -58,15 +58,7 @@ pytestmark = [
 
 
 #: backend -> (pattern, why): failures known on that backend only
-KNOWN_ON: dict[str, tuple[tuple[str, str], ...]] = {
-    "mxnet": (
-        (
-            r"^AutogradError: Expected a tensor computed from trainable parameters",
-            "loss.backward() without md.autograd.record() (conv-layer's hand-written loop): "
-            "MXNet has no implicit recording (docs/guide/training.md says why)",
-        ),
-    ),
-}
+KNOWN_ON: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 @pytest.fixture(scope="module")

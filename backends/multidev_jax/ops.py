@@ -7,8 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from multidev.contract import clip_bounds, native_astype, op_table
-from multidev.op_specs import SPECS
+from multidev.contract import clip_bounds, native_astype, op_table, wrapped_table
 
 from . import array_api, cnn, losses, sequence_ops
 from .autograd import recorded
@@ -70,8 +69,4 @@ _TABLE = op_table(
     astype=native_astype("jax", NATIVE, {}),
 )
 
-OPS = type(
-    "JaxOps",
-    (type(_TABLE),),
-    {n: staticmethod(recorded(getattr(_TABLE, n))) for n in SPECS if hasattr(_TABLE, n)},
-)()
+OPS = wrapped_table(_TABLE, recorded)

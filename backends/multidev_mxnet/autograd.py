@@ -1,6 +1,7 @@
 """Autograd and native modules for the MXNet adapter.
 
-``record()`` is ``mx.autograd.record()`` and ``backward`` MXNet's own: gradients land in
+``record()`` is ``mx.autograd.record()`` (without it, each multidev op records itself:
+``recording.py``) and ``backward`` MXNet's own: gradients land in
 each gluon ``Parameter``'s gradient buffer, which ``make_variable`` creates with
 ``grad_req="add"`` so that they add up across backward calls until ``zero_grad``, as in
 PyTorch. (A gluon ``Trainer`` over these parameters therefore needs the gradients zeroed
@@ -24,6 +25,7 @@ from multidev.nn.native import NativeBlockMixin, adapter_of, call
 from multidev.tracing import untraceable
 
 from .jit import STEP
+from .recording import auto_off
 from .updates import invoke, op_handle
 
 __all__ = ["Autograd", "NativeBlock"]
@@ -91,58 +93,24 @@ def _np_array(x: Any) -> Any:
     return x
 
 
-class ImplicitRecording:
-    """MXNet records (in train mode, as ``autograd.record()``) from enter to exit; exit
-    restores the state from before enter, also where a pause entered in between ends after
-    it (``Autograd.no_grad``)."""
-
-    __slots__ = ("before", "closed")
-
-    def __init__(self) -> None:
-        self.before = (False, False)
-        self.closed = False
-
-    def __enter__(self) -> ImplicitRecording:
-        recording = mx.autograd.set_recording(True)
-        self.before = (recording, mx.autograd.set_training(True))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.closed = True
-        self.restore()
-
-    def restore(self) -> None:
-        """Recording and train mode as before enter."""
-        mx.autograd.set_recording(self.before[0])
-        mx.autograd.set_training(self.before[1])
-
-
 class Autograd(AutogradHooks):
     """The ``contract.Autograd`` primitives on MXNet."""
 
-    record = staticmethod(mx.autograd.record)
-    #: None: backward() needs record() on MXNet. ImplicitRecording works for multidev's
-    #: own steps (optimiser updates, gradient writes and clipping run with recording paused;
-    #: the d2l-style cells pass with it), but it cannot be made sound: MXNet's recording
-    #: is one flag per thread, not a tape, so an implicit one (open from a forward to
-    #: backward/zero_grad, and again right after each backward, as from-scratch loops need)
-    #: records *every* MXNet call in that window. Any in-place write into a marked array
-    #: there fails with "Assigning to NDArrays that are already in a computational graph":
-    #: Gluon's own ``Parameter.set_data`` and ``gluon.Trainer.step`` after a multidev
-    #: ``backward()``, and a write through a deep-copied parameter's ``p.data`` once a
-    #: recording from earlier code is still open (tests/test_cnn.py's deepcopy test in the
-    #: whole suite). It also turns on MXNet's train mode for native Gluon layers in that
-    #: window. Code multidev does not run cannot be paused for it.
+    @staticmethod
+    @contextlib.contextmanager
+    def record() -> Iterator[None]:
+        """MXNet's ``autograd.record()``; multidev's ops leave its switch on inside."""
+        with auto_off(), mx.autograd.record():
+            yield
+
+    #: None: no recording object to open; each op records itself (recording.py)
     implicit_record = None
 
     @staticmethod
     @contextlib.contextmanager
     def no_grad(recordings: Sequence[Any]) -> Iterator[None]:
-        with mx.autograd.pause():
+        with auto_off(), mx.autograd.pause():
             yield
-        for rec in recordings:  # one that ended inside: the state from before it, not now
-            if isinstance(rec, ImplicitRecording) and rec.closed:
-                rec.restore()
 
     native_module = NativeBlock
 
@@ -161,7 +129,10 @@ class Autograd(AutogradHooks):
             setattr(var, _HAS_GRAD, True)
         elif not getattr(var, _HAS_GRAD, False):
             return None  # so where grad_req is 'null': no backward writes there, no set_grad
-        return var._grad[0]
+        # the buffer outside the graph, as PyTorch's p.grad: MXNet counts it in (as an output
+        # of backward), so computing with it while recording would record, and writing
+        # (clipping: g[:] *= c) be refused
+        return var._grad[0].detach()
 
     def set_grad(self, var, value) -> None:
         if value is None:

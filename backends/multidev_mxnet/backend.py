@@ -31,7 +31,7 @@ from mxnet import np as mnp
 from mxnet import npx
 
 from multidev import dtypes as _dt
-from multidev.contract import AdapterBase, ArrayLimits, env_count
+from multidev.contract import AdapterBase, ArrayLimits, env_count, wrapped_table
 from multidev.device import CPU0, Device
 from multidev.gpus import nvml_visible_gpu_count, visible_gpu_count
 from multidev.tracing import tracing, untraceable
@@ -42,6 +42,9 @@ from .autograd import Autograd
 from .dtypes import ALTERNATIVES
 from .indexing import recorded_setitem, setitem
 from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, traced_write
+from .linalg import FFT, LINALG
+from .ops import OPS
+from .recording import AUTO, recorded
 
 __all__ = ["CPU_DEVICES_ENV", "Backend", "visible_gpu_count"]
 
@@ -51,11 +54,20 @@ _CPU_CONTEXT = mx.cpu(0)
 _NO_ZERO_COPY = frozenset({np.dtype("int8")})
 
 
+_auto_recorded_setitem = recorded(recorded_setitem)
+
+
 class Backend(Jit, Autograd, AdapterBase):
     """MXNet: CPU contexts ``cpu(i)`` and CUDA GPUs; float16 and float64, no int16/bfloat16."""
 
     name = "mxnet"
-    capabilities = frozenset({"autograd", "gpu", "multi_device", "float16", "float64", "jit"})
+    # each op records itself where gradients are enabled (recording.py says why)
+    ops = wrapped_table(OPS, recorded)
+    linalg = LINALG.wrapped(recorded)
+    fft = FFT.wrapped(recorded)
+    capabilities = frozenset(
+        {"autograd", "implicit_grad", "gpu", "multi_device", "float16", "float64", "jit"}
+    )
     tensor_types = (mnp.ndarray,)
     dtype_alternatives = ALTERNATIVES
     # MXNet's current context (``with mx.cpu(1):``) when it is one of ours, else cpu:0
@@ -133,6 +145,7 @@ class Backend(Jit, Autograd, AdapterBase):
                 "or indices given to the operations before this read."
             ) from e
 
+    @recorded
     def to_device(self, x, dev: Device) -> mnp.ndarray:
         return x.copyto(self.native_device(dev))
 
@@ -148,6 +161,8 @@ class Backend(Jit, Autograd, AdapterBase):
         untraceable(WRITES_IN_PLACE)
         if mx.autograd.is_recording():
             return recorded_setitem(x, key, value)
+        if AUTO[0]:  # recorded as the ops are
+            return _auto_recorded_setitem(x, key, value)
         return setitem(x, key, value)
 
     seed = staticmethod(mx.random.seed)

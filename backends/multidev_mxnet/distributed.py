@@ -26,6 +26,7 @@ from multidev.device import Device
 from multidev.distributed.group import DistributedError, ExitAtOnce, Group, Job, Watchdog
 from multidev.distributed.launch import Proc
 
+from .recording import recorded
 from .updates import invoke, op_handle
 
 __all__ = [
@@ -297,7 +298,7 @@ def recorded_all_reduce(group: MXNetGroup, x: Any) -> Any:
     """The sum of native ``x`` over every rank, recorded by ``mx.autograd`` (an
     ``autograd.Function``): its gradient is the sum over the ranks of the gradient that
     reaches it (``nn.SyncBatchNorm``'s statistics)."""
-    return _RecordedSum(group)(x)
+    return recorded(_RecordedSum(group))(x)  # recorded without record() too, as the ops are
 
 
 def _dmlc(master_addr: str, master_port: int, world_size: int) -> dict[str, str]:

@@ -7,7 +7,6 @@ import mxnet as mx
 import numpy as np
 from mxnet import np as mnp
 
-from multidev.errors import AutogradError
 from multidev.indexing import (
     bool_mask_ndim,
     check_index_range,
@@ -123,30 +122,43 @@ def recorded_setitem(x, key, value):
     """``x[key] = value`` while MXNet records: in place where neither side is in the graph,
     else a new array with PyTorch's gradients (the overwritten elements get none, the written
     value gets theirs), since MXNet refuses in-place writes on recorded arrays only after
-    making them. Raises ``AutogradError`` before changing anything where a parameter (a
-    variable with a gradient buffer) would be written, as PyTorch does, or where an array
-    value from the graph goes to part of ``x``."""
-    if x.grad is not None:
-        raise AutogradError(
-            "Expected no in-place write into a parameter while gradients are recorded. "
-            "Received: a write into a tensor that requires grad. Write it under "
-            "`with md.no_grad():` (or through p.data), as in PyTorch."
-        )
+    making them. A parameter (a variable with a gradient buffer) is written in place,
+    unrecorded, as torch's adapter writes a leaf under ``no_grad``."""
+    if x.grad is not None:  # a parameter: written unrecorded, as the other adapters do
+        with mx.autograd.pause():
+            return setitem(x, key, value)
     scalar = isinstance(value, _SCALARS)
     if not _in_graph(x) and (scalar or not _in_graph(value)):
         return setitem(x, key, value)
-    if key is Ellipsis or (type(key) is tuple and key in ((), (Ellipsis,))):
+    if key is Ellipsis or (
+        type(key) is tuple and len(key) <= 1 and all(k is Ellipsis for k in key)
+    ):
         if scalar:  # x's old values no longer count
             return full(x.shape, value, x.dtype, x.ctx)
         return mnp.broadcast_to(value, x.shape).copy()
     if not scalar and _in_graph(value):
-        raise AutogradError(
-            "Expected a value outside the recorded graph, or a write to the whole tensor, "
-            f"for x[key] = value on a recorded tensor. Received: key {key!r} and a value "
-            "computed from parameters. Build the result out of place (md.where, md.concat), "
-            "as MXNet records no partial writes."
-        )
+        return _gathered_write(x, key, value)
     with mx.autograd.pause():
         mask = setitem(mnp.zeros(x.shape, dtype=BOOL, ctx=x.ctx), key, True)
         values = setitem(mnp.zeros(x.shape, dtype=x.dtype, ctx=x.ctx), key, value)
     return mnp.where(mask, values, x)
+
+
+def _gathered_write(x, key, value):
+    """``x`` with a recorded ``value`` written at ``x[key]``, out of place: MXNet records no
+    partial write, so each written element gathers its value (``take``, whose gradient MXNet
+    records) from the value broadcast to ``x[key]``'s shape; the others keep x's. Where the
+    key repeats a position, the last write wins, as in place."""
+    with mx.autograd.pause():
+        shape = getitem(x, key).shape
+        n = int(np.prod(shape))
+        order = mnp.arange(n, dtype=INT64, ctx=x.ctx).reshape(shape)
+        source = setitem(mnp.full(x.shape, -1, dtype=INT64, ctx=x.ctx), key, order)
+        written = source >= 0
+        source = source * written.astype(INT64)  # 0 where unwritten: a valid index
+    while value.ndim > len(shape) and value.shape[0] == 1:  # (1, 1) into x[i], as NumPy
+        value = value.reshape(value.shape[1:])
+    flat = mnp.broadcast_to(value.astype(x.dtype, copy=False), shape).reshape(-1)
+    if n == 0:
+        return x.copy()
+    return mnp.where(written, mnp.take(flat, source), x)

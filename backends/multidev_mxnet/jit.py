@@ -53,6 +53,8 @@ from multidev.jit import build, captured, flatten, hashable, state_key
 from multidev.tensors import Tensor
 from multidev.tracing import Untraceable, inside, tracing, untraceable
 
+from .recording import recorded
+
 __all__ = ["READS_VALUES", "STEP", "WRITES_IN_PLACE", "Jit", "trace_input", "traced_write"]
 
 #: the reason a whole-function trace stops at ``backward``: a training step
@@ -194,7 +196,7 @@ class _Graph:
         training mode, as the trace ran (recording leaves MXNet's operators there): the fused
         BatchNorm normalises with the batch's statistics only then."""
         with mx.autograd.train_mode():
-            out = self.op(*self.inputs(leaves))
+            out = _call_recorded(self.op, self.inputs(leaves))
         return out if isinstance(out, list) else [out]
 
     def __call__(self, leaves: list[Tensor]) -> list[Any]:
@@ -209,6 +211,10 @@ class _Graph:
             if buffer is not None:  # (one set to None since: nothing to hold the value)
                 buffer._native = new.detach()
         return out[:n]
+
+
+#: a CachedOp's call, recorded as the eager ops are (recording.py)
+_call_recorded = recorded(lambda op, args: op(*args))
 
 
 def _params_and_buffers(blocks: list) -> tuple[list, list]:

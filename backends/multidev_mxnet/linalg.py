@@ -8,6 +8,8 @@ from mxnet import np as mnp
 from multidev.contract import Extension
 from multidev.errors import UnsupportedOperationError
 
+from .recording import unrecorded
+
 __all__ = ["FFT", "LINALG"]
 
 
@@ -38,7 +40,7 @@ def _qr(x, mode):
             "MXNet computes only the reduced QR decomposition: use mode='reduced' on the mxnet "
             "backend."
         )
-    return tuple(mnp.linalg.qr(x))
+    return tuple(unrecorded(mnp.linalg.qr)(x))  # NumPy's, on the host (recording.recorded)
 
 
 def _inv(x):

@@ -90,9 +90,9 @@ class record:
     """Record the operations run inside ``with md.autograd.record():`` so that
     ``loss.backward()`` can differentiate them.
 
-    Needed on TensorFlow and MXNet, harmless elsewhere: write it always and the same loop
-    trains on every backend. On a backend without autograd (NumPy) it does nothing, and
-    ``backward`` raises ``md.AutogradError``.
+    Optional on every backend with autograd (``loss.backward()`` works without it, as in
+    PyTorch), and harmless: code written with it trains as before. On a backend without
+    autograd (NumPy) it does nothing, and ``backward`` raises ``md.AutogradError``.
     """
 
     __slots__ = ("_bk", "_enabled", "_rec", "_token")
@@ -245,8 +245,8 @@ class enable_grad(_GradMode):
 
 def begin_implicit() -> None:
     """Open the implicit recording of the active backend where it needs one (the adapter's
-    ``implicit_record``: TensorFlow's tape; torch and Paddle record by themselves, MXNet has
-    none yet) so that ``loss.backward()`` works without
+    ``implicit_record``: TensorFlow's and JAX's tapes; torch and Paddle record by themselves,
+    and each MXNet op records itself) so that ``loss.backward()`` works without
     ``record()``, as in PyTorch. A Block call opens it when gradients are enabled and no
     recording of that backend is open; ``backward()`` and ``record()`` end it (backward()
     opens a fresh one), so it holds the operations since the last of those: one forward in

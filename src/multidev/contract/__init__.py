@@ -58,7 +58,7 @@ from .lowering import (
     vector_matmul,
     widening,
 )
-from .op_table import PythonOperatorOps, find_native, op_table
+from .op_table import PythonOperatorOps, find_native, op_table, wrapped_table
 
 __all__ = [
     "CAPABILITIES",
@@ -103,4 +103,5 @@ __all__ = [
     "summed_matmul",
     "vector_matmul",
     "widening",
+    "wrapped_table",
 ]

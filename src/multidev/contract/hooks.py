@@ -55,9 +55,9 @@ class AutogradHooks(Protocol):
     #: (``net.native``); None: ``net.native`` raises TypeError
     native_module: Callable[[Any], Any] | None = None
     #: how ``loss.backward()`` works without ``record()`` (capability ``"implicit_grad"``):
-    #: None where the framework records by itself (torch, Paddle) or the backend has no
-    #: implicit recording; True: a Block call opens ``record()``; or a callable returning
-    #: the context manager to open instead
+    #: None where the framework records by itself (torch, Paddle), the adapter's ops record
+    #: themselves (MXNet), or the backend has no implicit recording; True: a Block call opens
+    #: ``record()``; or a callable returning the context manager to open instead
     implicit_record: bool | Callable[[], AbstractContextManager] | None = None
     #: ``clear_grads(variables)``: drop many variables' gradients at once (``zero_grad``);
     #: None: ``set_grad(var, None)`` for each

@@ -302,6 +302,11 @@ class Extension:
                 return cast(Callable[..., Any], fn)
         return None
 
+    def wrapped(self, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Extension:
+        """These lowerings, each passed through ``wrap`` (an adapter's recording wrapper, as
+        ``wrapped_table`` gives its op table)."""
+        return _WrappedExtension(self, wrap)
+
     def require(self, extension: str, name: str, backend: str) -> Callable[..., Any]:
         """``lowering(name)``; UnsupportedOperationError naming ``extension.name`` and the
         backend where the framework lacks it."""
@@ -313,3 +318,13 @@ class Extension:
                 f"md.{extension}.{name}."
             )
         return fn
+
+
+class _WrappedExtension(Extension):
+    def __init__(self, inner: Extension, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]):
+        super().__init__()
+        self._inner, self._wrap = inner, wrap
+
+    def lowering(self, name: str) -> Callable[..., Any] | None:
+        fn = self._inner.lowering(name)
+        return None if fn is None else self._wrap(fn)

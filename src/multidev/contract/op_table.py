@@ -55,6 +55,13 @@ def op_table(
     return cast(OpTable, ops())
 
 
+def wrapped_table(table: OpTable, wrap: Callable[[Any], Any]) -> OpTable:
+    """``table`` with each of its ops passed through ``wrap``: how an adapter records every op
+    (JAX's tape, MXNet's recording switch) without a wrapper in each lowering."""
+    members = {n: staticmethod(wrap(getattr(table, n))) for n in SPECS if hasattr(table, n)}
+    return cast(OpTable, type(f"Wrapped{type(table).__name__}", (type(table),), members)())
+
+
 def find_native(namespaces: Sequence[Any], names: Sequence[str]) -> Any:
     """The first of ``names`` found on the first namespace that has one, or None."""
     for namespace in namespaces:

@@ -15,8 +15,12 @@ import multidev as md
 from multidev import nn
 
 autograd = pytest.mark.requires("autograd")
-#: backward() without record() (MXNet still needs record())
+#: backward() without record() (every backend with autograd)
 implicit = pytest.mark.requires("implicit_grad")
+#: a test run inside ``record()`` and without it
+record_or_not = pytest.mark.parametrize(
+    "explicit", [True, pytest.param(False, marks=implicit)], ids=["record", "implicit"]
+)
 
 
 def _net() -> nn.Sequential:
@@ -258,11 +262,7 @@ def _residual_and_masked(x: md.Tensor, w: md.Tensor, mask: md.Tensor, in_place: 
 
 
 @autograd
-@pytest.mark.parametrize(
-    "explicit",
-    [True, pytest.param(False, marks=implicit)],
-    ids=["record", "implicit"],
-)
+@record_or_not
 def test_in_place_writes_on_recorded_tensors_give_pytorchs_gradients(rng, explicit):
     x = md.asarray(rng.standard_normal((3, 4)).astype(np.float32))
     mask = md.asarray(rng.random((3, 4)) > 0.3)
@@ -283,6 +283,45 @@ def test_in_place_writes_on_recorded_tensors_give_pytorchs_gradients(rng, explic
     np.testing.assert_allclose(values[1], values[0], rtol=1e-6)
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
     assert np.abs(grads[0]).sum() > 0
+
+
+@autograd
+@record_or_not
+def test_values_computed_from_parameters_written_into_part_of_a_tensor(rng, explicit):
+    """d2l's multistep prediction: ``preds[i] = model(preds[i - 4:i])`` on a tensor that is
+    not a parameter (MXNet records no partial write: it gathers the values instead). The writes are recorded (a later loss differentiates through them), as
+    in PyTorch; the gradient equals the one of the same values built out of place."""
+    start = rng.standard_normal(4).astype(np.float32)
+    w0 = rng.standard_normal(4).astype(np.float32) * 0.5
+
+    def run(in_place: bool) -> tuple[np.ndarray, np.ndarray]:
+        w = nn.Parameter(md.asarray(w0))
+        preds = md.zeros(7)
+        with md.no_grad():
+            preds[:4] = md.asarray(start)
+        rows = [preds[j] for j in range(4)]
+        for i in range(4, 7):
+            # a copy of the window: PyTorch refuses a backward through a view that a later
+            # write changed (the product saves it for w's gradient)
+            window = preds[i - 4 : i].clone() if in_place else md.stack(rows[i - 4 : i])
+            value = md.sum(window * w)
+            if in_place:
+                preds[i] = value.reshape(1, 1)  # a model's (1, 1) output, as in d2l
+            rows.append(value)
+        out = preds if in_place else md.stack(rows)
+        loss = md.sum(out * md.arange(7, dtype=md.float32))
+        loss.backward()
+        return out.numpy(), w.grad.numpy()
+
+    if explicit:
+        with md.autograd.record():
+            got = run(True)
+    else:
+        got = run(True)
+    want = run(False)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    assert np.abs(want[1]).sum() > 0
 
 
 @autograd
