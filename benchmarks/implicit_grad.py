@@ -2,9 +2,9 @@
 PyTorch does costs. One eager MLP training step (zero_grad, forward, cross-entropy,
 backward, SGD step) with ``loss.backward()`` and no ``record()`` (implicit) is timed against
 the same step inside ``with md.autograd.record():`` (explicit), interleaved in one process by
-``harness.measure``. Writes this backend's row into ``results/implicit_grad.json`` and the
-table of every backend run so far into ``results/implicit_grad.md``. The target is a ratio
-of at most 1.05. A backend without implicit recording is reported as skipped.
+``harness.measure``. Writes ``results/implicit_grad_<backend>.json``, which the generated
+benchmark pages show beside the op benchmarks. The target is a ratio of at most 1.05. A
+backend without implicit recording is reported as skipped.
 """
 
 from __future__ import annotations
@@ -66,52 +66,39 @@ def _measure() -> dict:
     }
 
 
-def _table(rows: dict[str, dict]) -> str:
-    lines = [
-        "# What recording gradients without record() costs",
-        "",
-        "One eager training step of an MLP (256 → 512 → 512 → 10, batch 64, cross-entropy, SGD): "
-        "`loss.backward()` with no `record()` (implicit) against the same step inside "
-        "`with md.autograd.record():` (explicit), interleaved in one process, medians of 21 "
-        f"repeats. Ratio: implicit ÷ explicit, target ≤ {TARGET:g}. "
-        "Re-run with `MULTIDEV_BACKEND=<backend> python benchmarks/implicit_grad.py`.",
-        "",
-        "| backend | machine | run | explicit | implicit | ratio | spread (implicit / explicit) "
-        "| met |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name in sorted(rows):
-        r = rows[name]
-        if "skipped" in r:
-            lines.append(f"| {name} | {r['machine']} | {r['date']} | — | — | — | — | "
-                         f"skipped: {r['skipped']} |")  # fmt: skip
-            continue
-        lines.append(
-            f"| {name} | {r['machine']} | {r['date']} | {harness.fmt_time(r['explicit_s'])} | "
-            f"{harness.fmt_time(r['implicit_s'])} | {r['ratio']:.3f} | "
-            f"{r['implicit_spread']:.1%} / {r['explicit_spread']:.1%} | "
-            f"{'✓' if r['met'] else '✗'} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     name = os.environ.get("MULTIDEV_BACKEND", md.get_backend())
     caps = md.registry.current().capabilities
     if "autograd" not in caps:
         raise SystemExit(f"Expected a backend with autograd. Received: {name}.")
+    row: dict = {
+        "case": "MLP training step, backward() without record()",
+        "vs": "the same step inside record()",
+        "target": f"≤ {TARGET:g}",
+    }
     if "implicit_grad" not in caps:
-        row: dict = {"skipped": "backward() needs record() on this backend"}
+        row |= {"skipped": "backward() needs record() on this backend", "met": False}
     else:
-        row = _measure()
-    row["machine"] = machine()
-    row["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    path = OUT / "implicit_grad.json"
-    rows = json.loads(path.read_text()) if path.exists() else {}
-    rows[name] = row
-    path.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-    (OUT / "implicit_grad.md").write_text(_table(rows))
-    print(f"{name}: {json.dumps(row)}")
+        m = _measure()
+        row |= {"ratio": m["ratio"], "met": m["met"], "note": _note(m)}
+    doc = {
+        "backend": f"{name}: backward() without record()",
+        "framework_version": md.registry.current().version(),
+        "machine": machine(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "results": [row],
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"implicit_grad_{name}.json"
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    print(f"{path}: {json.dumps(row)}")
+
+
+def _note(m: dict) -> str:
+    return (
+        f"implicit {harness.fmt_time(m['implicit_s'])} (spread {m['implicit_spread']:.1%}), "
+        f"explicit {harness.fmt_time(m['explicit_s'])} (spread {m['explicit_spread']:.1%})"
+    )
 
 
 if __name__ == "__main__":

@@ -143,7 +143,9 @@ def ops_page() -> str:
         "",
         "Each row: multidev's time divided by the same work in the framework's own code, measured",
         "in one process with the sides interleaved (`benchmarks/run.py`, `nox -s bench-<backend>`).",
-        "Lower is better; checkpoint rows are throughput ratios (higher is better).",
+        "Lower is better; checkpoint rows are throughput ratios (higher is better). The",
+        'sections "backward() without record()" come from `benchmarks/implicit_grad.py`: a',
+        "training step recorded as PyTorch records it, divided by the same step in `record()`.",
         "",
     ]
     for stem, run in _load("*.json"):
