@@ -460,6 +460,7 @@ def cross_entropy(
     logits = _floating(_tensor(input))
     labels = _tensor(target, logits)
     if labels._dtype.kind == "f" and labels.shape == logits.shape and logits.ndim:
+        _check_same(logits, labels)
         return _soft_cross_entropy(logits, labels, weight, ignore_index, reduction, label_smoothing)
     if labels._dtype.kind not in "iu":
         raise _not_labels(labels, ", or class probabilities of the logits' shape")

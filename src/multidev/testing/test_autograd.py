@@ -274,6 +274,10 @@ def test_cross_entropy_with_class_probabilities(rng, shape, smoothing, reduction
         F.cross_entropy(md.asarray(x), md.asarray(q), ignore_index=0)
     with pytest.raises(TypeError, match="class probabilities of the logits' shape"):
         F.cross_entropy(md.asarray(x), md.asarray(q[:1]))
+    other = md.devices()[-1]
+    if other != md.asarray(x).device:  # several devices (TensorFlow's and MXNet's CPUs)
+        with pytest.raises(md.DeviceMismatchError):
+            F.cross_entropy(md.asarray(x), md.asarray(q, device=other))
 
 
 @autograd
