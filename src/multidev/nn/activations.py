@@ -40,6 +40,7 @@ __all__ = [
     "pixel_shuffle",
     "pixel_unshuffle",
     "selu",
+    "sigmoid",
     "silu",
     "softplus",
 ]
@@ -65,10 +66,16 @@ def elu(input: Any, alpha: float = 1.0) -> Tensor:
     return ops.where(x > 0, x, array_api.expm1(ops.minimum(x, 0.0)) * alpha)
 
 
-def silu(input: Any) -> Tensor:
-    """``x * sigmoid(x)`` (swish), the framework's sigmoid kernel."""
+def sigmoid(input: Any) -> Tensor:
+    """Elementwise logistic function ``1 / (1 + exp(-x))``, the framework's kernel."""
     x = _x(input)
-    return x * _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
+    return _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
+
+
+def silu(input: Any) -> Tensor:
+    """``x * sigmoid(x)`` (swish)."""
+    x = _x(input)
+    return x * sigmoid(x)
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -119,7 +126,7 @@ def glu(input: Any, dim: int = -1) -> Tensor:
     axis = dim % x.ndim
     a = x[(slice(None),) * axis + (slice(0, size // 2),)]
     b = x[(slice(None),) * axis + (slice(size // 2, size),)]
-    return a * _wrap(b, _call(b, "sigmoid", b._native), b._dtype)
+    return a * sigmoid(b)
 
 
 def normalize(input: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

@@ -70,12 +70,6 @@ def relu(x) -> Tensor:
     return _unop(_tensor(x), "relu")
 
 
-def sigmoid(x) -> Tensor:
-    """Elementwise logistic function ``1 / (1 + exp(-x))``."""
-    x = _floating(_tensor(x))
-    return _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
-
-
 def tanh(x) -> Tensor:
     """Elementwise hyperbolic tangent."""
     x = _floating(_tensor(x))
@@ -247,6 +241,7 @@ from .activations import (  # noqa: E402
     pixel_shuffle,
     pixel_unshuffle,
     selu,
+    sigmoid,
     silu,
     softplus,
 )
