@@ -41,7 +41,7 @@ from .arithmetic import FLOATS
 from .autograd import Autograd
 from .dtypes import ALTERNATIVES
 from .indexing import recorded_setitem, setitem
-from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, traced_write
+from .jit import READS_VALUES, WRITES_IN_PLACE, Jit, trace_input, traced_write
 from .linalg import FFT, LINALG
 from .ops import OPS
 from .recording import AUTO, recorded
@@ -118,13 +118,15 @@ class Backend(Jit, Autograd, AdapterBase):
         """A copy on ``dev``; the caller's array is left as it is (MXNet's zero-copy wrapper
         would make it read-only). On ``cpu:0`` the copy is made by NumPy and handed to MXNet
         without a further copy (``from_numpy``), so it does not wait for MXNet's queued
-        operations as MXNet's own host copy does (a synchronisation point each call)."""
+        operations as MXNet's own host copy does (a synchronisation point each call). Inside
+        a graph trace (``md.jit``) the copy is an input of the graph that each run passes
+        (``trace_input``): a constant the function makes from NumPy values."""
         dtype = self.native_dtype(_dt.from_numpy_dtype(arr.dtype))  # in native byte order
         ctx = self.native_device(dev)
         if ctx == _CPU_CONTEXT and dtype not in _NO_ZERO_COPY:
             own = np.array(arr, dtype=dtype, order="C")
-            return mx.nd.from_numpy(own, zero_copy=True).as_np_ndarray()
-        return mnp.array(arr, dtype=dtype, ctx=ctx)
+            return trace_input(mx.nd.from_numpy(own, zero_copy=True).as_np_ndarray())
+        return trace_input(mnp.array(arr, dtype=dtype, ctx=ctx))
 
     def to_numpy(self, x) -> np.ndarray:
         """A host copy of the values (waits for pending operations on x). Stops a graph

@@ -109,7 +109,9 @@ OPS = op_table(
     mnp,
     # lowerings: array_api.py (the Array API beyond the core table), sequence ops, losses, cnn
     modules=[array_api, sequence_ops, losses, cnn],
-    astype=native_astype("mxnet", NATIVE, ALTERNATIVES),
+    # npx.cast, not ndarray.astype: astype copies into a new array, which autograd records as
+    # a plain copy (_copyto), so a compiled graph would lose the conversion
+    astype=native_astype("mxnet", NATIVE, ALTERNATIVES, lambda x, d: npx.cast(x, dtype=d)),
     clip=_through(mnp.clip, {BOOL: F32}),
     floor_divide=floor_divide,
     getitem=getitem,

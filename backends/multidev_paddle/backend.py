@@ -138,6 +138,10 @@ class Backend(Jit, Autograd, AdapterBase):
         ) or _imported_through_dlpack(arr):
             arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
         bf16 = arr.dtype == _BF16_NUMPY
+        if not paddle.in_dynamic_mode():  # inside a to_static trace: a constant of the program
+            if bf16:
+                return paddle.assign(arr.astype(np.float32)).astype(_BF16)
+            return paddle.assign(arr)
         if dev is not CPU0:
             # Paddle reads uint16 data as bfloat16. Not paddle.to_tensor: it builds one-element
             # float32/float64/int32/int64 arrays with paddle.full without the place (gpu:0).

@@ -351,17 +351,21 @@ def reduced_exponents(
 
 
 def native_astype(
-    backend: str, table: Mapping[DType, Any], alternatives: Mapping[DType, str]
+    backend: str,
+    table: Mapping[DType, Any],
+    alternatives: Mapping[DType, str],
+    cast: Callable[[Any, Any], Any] | None = None,
 ) -> Callable[[Any, DType], Any]:
     """The op table's ``astype`` for a framework whose tensors convert with
-    ``x.astype(native_dtype)``: the dtype from ``table`` (the adapter's ``dtypes.NATIVE``);
-    ``dtype_error`` (naming ``alternatives``) for a dtype the framework lacks."""
+    ``x.astype(native_dtype)`` (or ``cast(x, native_dtype)``): the dtype from ``table`` (the
+    adapter's ``dtypes.NATIVE``); ``dtype_error`` (naming ``alternatives``) for a dtype the
+    framework lacks."""
 
     def astype(x: Any, dt: DType) -> Any:
         try:
             native = table[dt]
         except KeyError:
             raise dtype_error(backend, table, dt, alternatives) from None
-        return x.astype(native)
+        return x.astype(native) if cast is None else cast(x, native)
 
     return astype

@@ -43,6 +43,7 @@ from .normalization import (
 )
 from .parameter import Parameter, UninitializedParameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, Identity, MaxPool2d
+from .resample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .sequence_layers import (
     GELU,
     GRU,
@@ -120,6 +121,9 @@ __all__ = [
     "Tanh",
     "TransformerEncoderLayer",
     "UninitializedParameter",
+    "Upsample",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
     "functional",
     "init",
     "utils",

@@ -37,6 +37,7 @@ __all__ = [
     "group_norm",
     "hardtanh",
     "huber_loss",
+    "interpolate",
     "kl_div",
     "l1_loss",
     "layer_norm",
@@ -267,6 +268,7 @@ from .losses import (  # noqa: E402
     nll_loss,
     smooth_l1_loss,
 )
+from .resample import interpolate  # noqa: E402
 from .sequence_functional import (  # noqa: E402
     embedding,
     gelu,

@@ -100,6 +100,24 @@ def test_forward_equals_eager(bk):
     assert len(_jit_warnings(caught)) == (0 if _compiles(bk) else 1)
 
 
+def test_numpy_constants_made_inside_are_compiled(bk):
+    """``md.asarray`` of a NumPy array inside the compiled function (an index table, a mask)
+    is a constant of the compiled graph, and a cast is an operation of it: neither is a reason
+    to run eagerly."""
+    X, _ = _data()
+    order = np.array([3, 0, 2, 1], np.int64)
+    scale = np.linspace(0.5, 2.0, 4)  # float64, cast inside
+
+    def f(X):
+        return md.take(X, md.asarray(order), axis=1) * md.asarray(scale).astype(md.float32)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = md.jit(f)(X)
+    np.testing.assert_allclose(got.numpy(), X.numpy()[:, order] * scale, rtol=RTOL, atol=ATOL)
+    assert len(_jit_warnings(caught)) == (0 if _compiles(bk) else 1)
+
+
 @pytest.mark.requires("autograd")
 def test_train_step_equals_eager(bk):
     X, y = _data()

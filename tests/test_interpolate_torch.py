@@ -1,0 +1,91 @@
+"""``F.interpolate`` against ``torch.nn.functional.interpolate`` itself: every mode, many
+sizes and scale factors (both kinds of ``recompute_scale_factor``), ``align_corners``,
+float32 and float64, values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import multidev as md  # noqa: E402
+
+F = md.nn.functional
+
+_MODES = {
+    1: ["nearest", "nearest-exact", "linear", "area"],
+    2: ["nearest", "nearest-exact", "bilinear", "bicubic", "area"],
+    3: ["nearest", "nearest-exact", "trilinear", "area"],
+}
+_OPTIONS = [{"size": n} for n in (1, 2, 4, 6, 11)] + [
+    {"scale_factor": s, "recompute_scale_factor": r}
+    for s in (0.5, 0.7, 1.0, 1.3, 1.5, 2.0, 2.7)
+    for r in (None, True)
+]
+
+
+def _cases(spatial: int):
+    for mode in _MODES[spatial]:
+        corners = [None, True] if mode in ("linear", "bilinear", "bicubic", "trilinear") else [None]
+        for n in (1, 3, 5, 7):
+            for options in _OPTIONS:
+                for align_corners in corners:
+                    yield mode, (2, 3) + (n,) * spatial, {**options, "align_corners": align_corners}
+
+
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_equal_torchs(spatial, dtype):
+    rng = np.random.default_rng(spatial)
+    tol = 1e-5 if dtype == np.float32 else 1e-12  # float32: the taps' sums round differently
+    compared = 0
+    for mode, shape, kwargs in _cases(spatial):
+        x = rng.standard_normal(shape).astype(dtype)
+        try:
+            want = torch.nn.functional.interpolate(torch.from_numpy(x), mode=mode, **kwargs)
+        except (RuntimeError, ValueError):  # an output size of 0: refused by both
+            with pytest.raises(ValueError, match="at least"):
+                F.interpolate(md.asarray(x), mode=mode, **kwargs)
+            continue
+        got = F.interpolate(md.asarray(x), mode=mode, **kwargs)
+        assert got.shape == tuple(want.shape), (mode, shape, kwargs)
+        np.testing.assert_allclose(
+            got.numpy(), want.numpy(), rtol=tol, atol=tol, err_msg=f"{mode} {shape} {kwargs}"
+        )
+        compared += 1
+    assert compared > 200
+
+
+@pytest.mark.parametrize(
+    ("mode", "shape", "kwargs"),
+    [
+        ("nearest", (1, 2, 5, 4), {"scale_factor": 1.7}),
+        ("linear", (1, 2, 5), {"size": 9, "align_corners": False}),
+        ("bilinear", (1, 2, 5, 4), {"scale_factor": (0.6, 2.5)}),
+        ("bilinear", (1, 2, 5, 4), {"size": (3, 7), "align_corners": True}),
+        ("bicubic", (1, 2, 5, 4), {"size": (8, 3)}),
+        ("trilinear", (1, 2, 3, 4, 2), {"scale_factor": 1.5}),
+        ("area", (1, 2, 7, 6), {"size": (3, 4)}),
+    ],
+)
+def test_gradients_equal_torchs(mode, shape, kwargs):
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    t = torch.from_numpy(x0).requires_grad_()
+    want = torch.nn.functional.interpolate(t, mode=mode, **kwargs)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.from_numpy(g)).sum().backward()
+    x = md.tensor(x0, requires_grad=True)
+    (F.interpolate(x, mode=mode, **kwargs) * md.asarray(g)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_layers_print_as_torchs():
+    for md_layer, torch_layer in [
+        (md.nn.Upsample(scale_factor=2), torch.nn.Upsample(scale_factor=2)),
+        (md.nn.Upsample(size=(3, 4), mode="bicubic"), torch.nn.Upsample((3, 4), mode="bicubic")),
+        (md.nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3)),
+        (md.nn.UpsamplingBilinear2d(size=5), torch.nn.UpsamplingBilinear2d(size=5)),
+    ]:
+        assert repr(md_layer) == repr(torch_layer)
