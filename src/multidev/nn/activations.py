@@ -8,30 +8,45 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import array_api, linalg, ops
+from .. import array_api, creation, linalg, ops
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import floating as _floating
+from ..dispatch import unop as _unop
 from ..dispatch import wrap as _wrap
+from ..dtypes import float32
 from ..tensors import Tensor
 from .module import Block
+from .parameter import Parameter
 
 __all__ = [
+    "CELU",
     "ELU",
     "GLU",
     "SELU",
     "CosineSimilarity",
+    "Hardsigmoid",
+    "Hardswish",
     "Hardtanh",
     "LeakyReLU",
     "LogSigmoid",
     "Mish",
+    "PReLU",
     "PixelShuffle",
     "PixelUnshuffle",
+    "ReLU",
+    "ReLU6",
     "SiLU",
     "Softplus",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+    "celu",
     "cosine_similarity",
     "elu",
     "glu",
+    "hardsigmoid",
+    "hardswish",
     "hardtanh",
     "leaky_relu",
     "logsigmoid",
@@ -39,10 +54,16 @@ __all__ = [
     "normalize",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "prelu",
+    "relu",
+    "relu6",
     "selu",
     "sigmoid",
     "silu",
     "softplus",
+    "softsign",
+    "tanhshrink",
+    "threshold",
 ]
 
 #: SELU's constants (Klambauer et al., as PyTorch has them)
@@ -54,13 +75,19 @@ def _x(input: Any) -> Tensor:
     return _floating(_tensor(input))
 
 
-def leaky_relu(input: Any, negative_slope: float = 0.01) -> Tensor:
+def relu(input: Any, inplace: bool = False) -> Tensor:
+    """max(x, 0), elementwise, the framework's kernel. ``inplace`` is accepted as PyTorch's;
+    the result is a new tensor."""
+    return _unop(_tensor(input), "relu")
+
+
+def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
     x = _x(input)
     return ops.where(x > 0, x, x * negative_slope)
 
 
-def elu(input: Any, alpha: float = 1.0) -> Tensor:
+def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
     x = _x(input)
     return ops.where(x > 0, x, array_api.expm1(ops.minimum(x, 0.0)) * alpha)
@@ -72,7 +99,7 @@ def sigmoid(input: Any) -> Tensor:
     return _wrap(x, _call(x, "sigmoid", x._native), x._dtype)
 
 
-def silu(input: Any) -> Tensor:
+def silu(input: Any, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (swish)."""
     x = _x(input)
     return x * sigmoid(x)
@@ -94,7 +121,9 @@ def logsigmoid(input: Any) -> Tensor:
     return ops.minimum(x, 0.0) - ops.log1p(ops.exp(-ops.abs(x)))
 
 
-def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(
+    input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
     """``x`` clipped to [min_val, max_val]."""
     if min_val > max_val:
         raise ValueError(
@@ -103,15 +132,72 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     return ops.clip(_x(input), min_val, max_val)
 
 
-def selu(input: Any) -> Tensor:
+def selu(input: Any, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with SELU's fixed constants."""
     return elu(input, _SELU_ALPHA) * _SELU_SCALE
 
 
-def mish(input: Any) -> Tensor:
+def mish(input: Any, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
     x = _x(input)
     return x * ops.tanh(softplus(x))
+
+
+def relu6(input: Any, inplace: bool = False) -> Tensor:
+    """``x`` clipped to [0, 6]."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input: Any, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``: 0 below -3, 1 above 3, linear between."""
+    return relu6(_x(input) + 3.0) / 6.0
+
+
+def hardswish(input: Any, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    x = _x(input)
+    return x * hardsigmoid(x)
+
+
+def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise ValueError("Expected a nonzero alpha for celu. Received: alpha=0.")
+    x = _x(input)
+    return ops.where(x > 0, x, array_api.expm1(ops.minimum(x, 0.0) / alpha) * alpha)
+
+
+def softsign(input: Any) -> Tensor:
+    """``x / (1 + |x|)``."""
+    x = _x(input)
+    return x / (ops.abs(x) + 1.0)
+
+
+def tanhshrink(input: Any) -> Tensor:
+    """``x - tanh(x)``."""
+    x = _x(input)
+    return x - ops.tanh(x)
+
+
+def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    x = _tensor(input)
+    return ops.where(x > threshold, x, value)
+
+
+def prelu(input: Any, weight: Any) -> Tensor:
+    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one element, or one per
+    channel (dimension 1 of ``input``)."""
+    x = _x(input)
+    w = _tensor(weight, x)
+    if w.ndim != 1 or (w.shape[0] != 1 and (x.ndim < 2 or w.shape[0] != x.shape[1])):
+        raise ValueError(
+            "Expected a 1-D weight of one element or of the input's channel count (dimension "
+            f"1) for prelu. Received: weight of shape {w.shape} for input of shape {x.shape}."
+        )
+    if x.ndim >= 2:
+        w = ops.reshape(w, (w.shape[0],) + (1,) * (x.ndim - 2))
+    return ops.where(x > 0, x, x * w)
 
 
 def glu(input: Any, dim: int = -1) -> Tensor:
@@ -180,29 +266,64 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Tensor:
     return ops.reshape(y, (*lead, c * r * r, h // r, w // r))
 
 
-class LeakyReLU(Block):
+class _InPlace(Block):
+    """A layer with PyTorch's ``inplace`` flag, accepted and printed; the result is a new
+    tensor and the input keeps its values (as code that uses the layer's result expects)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def _flag(self) -> str:
+        return ", inplace=True" if self.inplace else ""
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InPlace):
+    """max(x, 0), elementwise."""
+
+    def forward(self, X: Any) -> Tensor:
+        return relu(X)
+
+
+class LeakyReLU(_InPlace):
     """``leaky_relu`` as a layer."""
 
-    def __init__(self, negative_slope: float = 0.01) -> None:
-        super().__init__()
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(inplace)
         self.negative_slope = negative_slope
 
     def forward(self, X: Any) -> Tensor:
         return leaky_relu(X, self.negative_slope)
 
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}{self._flag()}"
 
-class ELU(Block):
+
+class ELU(_InPlace):
     """``elu`` as a layer."""
 
-    def __init__(self, alpha: float = 1.0) -> None:
-        super().__init__()
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
         self.alpha = alpha
 
     def forward(self, X: Any) -> Tensor:
         return elu(X, self.alpha)
 
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}{self._flag()}"
 
-class SiLU(Block):
+
+class CELU(ELU):
+    """``celu`` as a layer."""
+
+    def forward(self, X: Any) -> Tensor:
+        return celu(X, self.alpha)
+
+
+class SiLU(_InPlace):
     """``silu`` as a layer."""
 
     def forward(self, X: Any) -> Tensor:
@@ -220,6 +341,9 @@ class Softplus(Block):
     def forward(self, X: Any) -> Tensor:
         return softplus(X, self.beta, self.threshold)
 
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
 
 class LogSigmoid(Block):
     """``logsigmoid`` as a layer."""
@@ -228,30 +352,106 @@ class LogSigmoid(Block):
         return logsigmoid(X)
 
 
-class Hardtanh(Block):
+class Hardtanh(_InPlace):
     """``hardtanh`` as a layer."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
-        super().__init__()
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
         self.min_val = min_val
         self.max_val = max_val
 
     def forward(self, X: Any) -> Tensor:
         return hardtanh(X, self.min_val, self.max_val)
 
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}{self._flag()}"
 
-class SELU(Block):
+
+class ReLU6(Hardtanh):
+    """``relu6`` as a layer."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return _InPlace.extra_repr(self)
+
+
+class SELU(_InPlace):
     """``selu`` as a layer."""
 
     def forward(self, X: Any) -> Tensor:
         return selu(X)
 
 
-class Mish(Block):
+class Mish(_InPlace):
     """``mish`` as a layer."""
 
     def forward(self, X: Any) -> Tensor:
         return mish(X)
+
+
+class Hardsigmoid(_InPlace):
+    """``hardsigmoid`` as a layer."""
+
+    def forward(self, X: Any) -> Tensor:
+        return hardsigmoid(X)
+
+
+class Hardswish(_InPlace):
+    """``hardswish`` as a layer."""
+
+    def forward(self, X: Any) -> Tensor:
+        return hardswish(X)
+
+
+class Softsign(Block):
+    """``softsign`` as a layer."""
+
+    def forward(self, X: Any) -> Tensor:
+        return softsign(X)
+
+
+class Tanhshrink(Block):
+    """``tanhshrink`` as a layer."""
+
+    def forward(self, X: Any) -> Tensor:
+        return tanhshrink(X)
+
+
+class Threshold(_InPlace):
+    """``threshold`` as a layer."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.threshold = threshold
+        self.value = value
+
+    def forward(self, X: Any) -> Tensor:
+        return threshold(X, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}{self._flag()}"
+
+
+class PReLU(Block):
+    """``prelu`` with a learned slope: ``num_parameters`` of them (1, or the input's channel
+    count), each starting at ``init``."""
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None
+    ) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        value = creation.full((num_parameters,), init, dtype=dtype or float32, device=device)
+        self.weight = Parameter(value)
+
+    def forward(self, X: Any) -> Tensor:
+        return prelu(X, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class GLU(Block):
@@ -263,6 +463,9 @@ class GLU(Block):
 
     def forward(self, X: Any) -> Tensor:
         return glu(X, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 class CosineSimilarity(Block):
@@ -287,6 +490,9 @@ class PixelShuffle(Block):
     def forward(self, X: Any) -> Tensor:
         return pixel_shuffle(X, self.upscale_factor)
 
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
 
 class PixelUnshuffle(Block):
     """``pixel_unshuffle`` as a layer."""
@@ -297,3 +503,6 @@ class PixelUnshuffle(Block):
 
     def forward(self, X: Any) -> Tensor:
         return pixel_unshuffle(X, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

@@ -13,7 +13,6 @@ from ..dispatch import check_same as _check_same
 from ..dispatch import floating as _floating
 from ..dispatch import new_tensor as _new_tensor
 from ..dispatch import on as _on
-from ..dispatch import unop as _unop
 from ..dispatch import wrap as _wrap
 from ..random import dropout_mask
 from ..tensors import Tensor
@@ -24,6 +23,7 @@ __all__ = [
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
     "conv1d",
     "conv2d",
     "conv_transpose2d",
@@ -35,6 +35,8 @@ __all__ = [
     "gelu",
     "glu",
     "group_norm",
+    "hardsigmoid",
+    "hardswish",
     "hardtanh",
     "huber_loss",
     "interpolate",
@@ -54,21 +56,22 @@ __all__ = [
     "pad",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "prelu",
     "relu",
+    "relu6",
     "scaled_dot_product_attention",
     "selu",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
 ]
-
-
-def relu(x) -> Tensor:
-    """max(x, 0), elementwise."""
-    return _unop(_tensor(x), "relu")
 
 
 def tanh(x) -> Tensor:
@@ -97,6 +100,11 @@ def softmax(x, dim: int = -1) -> Tensor:
     if _amp.ACTIVE:
         (x,) = _amp.cast("softmax", x)
     return _normalize("softmax", x, dim)
+
+
+def softmin(x, dim: int = -1) -> Tensor:
+    """``softmax(-x)`` along ``dim``."""
+    return softmax(-_tensor(x), dim)
 
 
 def log_softmax(x, dim: int = -1) -> Tensor:
@@ -208,7 +216,7 @@ def linear(x, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 # ---------------------------------------------------------------- dropout
 
 
-def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
+def dropout(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p).
 
     The mask comes from multidev's host generator, so a seeded run drops the same elements on
@@ -231,9 +239,12 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
 # ---------------------------------------------------------------- losses
 
 from .activations import (  # noqa: E402
+    celu,
     cosine_similarity,
     elu,
     glu,
+    hardsigmoid,
+    hardswish,
     hardtanh,
     leaky_relu,
     logsigmoid,
@@ -241,10 +252,16 @@ from .activations import (  # noqa: E402
     normalize,
     pixel_shuffle,
     pixel_unshuffle,
+    prelu,
+    relu,
+    relu6,
     selu,
     sigmoid,
     silu,
     softplus,
+    softsign,
+    tanhshrink,
+    threshold,
 )
 from .functional_cnn import (  # noqa: E402
     adaptive_avg_pool2d,

@@ -14,7 +14,7 @@ from . import init
 from .module import Block
 from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "LogSoftmax", "ReLU", "Sigmoid", "Tanh"]
+__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "LogSoftmax", "Sigmoid", "Tanh"]
 
 _SQRT5 = math.sqrt(5)
 
@@ -128,13 +128,6 @@ class LazyLinear(Linear):
     def reset_parameters(self) -> None:
         if self.weight.initialized:
             super().reset_parameters()
-
-
-class ReLU(Block):
-    """max(x, 0), elementwise."""
-
-    def forward(self, X: Any) -> Tensor:
-        return F.relu(X)
 
 
 class Sigmoid(Block):

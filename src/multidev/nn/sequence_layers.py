@@ -5,7 +5,7 @@ from __future__ import annotations
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .sparse import Embedding
-from .transformer import GELU, LayerNorm, Softmax, TransformerEncoderLayer
+from .transformer import GELU, LayerNorm, Softmax, Softmin, TransformerEncoderLayer
 
 __all__ = [
     "GELU",
@@ -18,5 +18,6 @@ __all__ = [
     "NonDynamicallyQuantizableLinear",
     "RNNBase",
     "Softmax",
+    "Softmin",
     "TransformerEncoderLayer",
 ]

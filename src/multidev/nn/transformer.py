@@ -17,7 +17,7 @@ from .layers import Dropout, Linear
 from .module import Block
 from .parameter import Parameter
 
-__all__ = ["GELU", "LayerNorm", "Softmax", "TransformerEncoderLayer"]
+__all__ = ["GELU", "LayerNorm", "Softmax", "Softmin", "TransformerEncoderLayer"]
 
 
 class LayerNorm(Block):
@@ -100,6 +100,13 @@ class Softmax(Block):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Softmax):
+    """softmin along ``dim`` (``dim=None`` as ``Softmax``'s)."""
+
+    def forward(self, input: Any) -> Tensor:
+        return super().forward(-as_tensor(input))
 
 
 _ACTIVATIONS: dict[str, Callable[[Any], Tensor]] = {"relu": F.relu, "gelu": SF.gelu}

@@ -712,6 +712,37 @@ _LOSSES_AND_ACTIVATIONS = {
         lambda: 1.0507009873554805 * np.where(_X > 0, _X, 1.6732632423543772 * np.expm1(_X)),
     ),
     "mish": (lambda F: F.mish(md.asarray(_X)), lambda: _X * np.tanh(_softplus_np(_X))),
+    "relu6": (lambda F: F.relu6(md.asarray(_X), inplace=True), lambda: np.clip(_X, 0, 6)),
+    "hardsigmoid": (
+        lambda F: F.hardsigmoid(md.asarray(_X)),
+        lambda: np.where(_X <= -3, 0, np.where(_X >= 3, 1, _X / 6 + 0.5)),
+    ),
+    "hardswish": (
+        lambda F: F.hardswish(md.asarray(_X)),
+        lambda: np.where(_X <= -3, 0, np.where(_X >= 3, _X, _X * (_X + 3) / 6)),
+    ),
+    "celu": (
+        lambda F: F.celu(md.asarray(_X), 0.5),
+        lambda: np.maximum(_X, 0) + np.minimum(0, 0.5 * np.expm1(_X / 0.5)),
+    ),
+    "softsign": (lambda F: F.softsign(md.asarray(_X)), lambda: _X / (1 + np.abs(_X))),
+    "tanhshrink": (lambda F: F.tanhshrink(md.asarray(_X)), lambda: _X - np.tanh(_X)),
+    "threshold": (
+        lambda F: F.threshold(md.asarray(_X), 0.5, -7.0),
+        lambda: np.where(_X > 0.5, _X, -7.0),
+    ),
+    "prelu per channel": (
+        lambda F: F.prelu(md.asarray(_X), md.asarray(_W / 10)),
+        lambda: np.where(_X > 0, _X, _X * _W / 10),
+    ),
+    "softmin": (
+        lambda F: F.softmin(md.asarray(_X), 0),
+        lambda: np.exp(-_X) / np.exp(-_X).sum(0, keepdims=True),
+    ),
+    "leaky_relu inplace": (
+        lambda F: F.leaky_relu(md.asarray(_X), 0.2, True),
+        lambda: np.where(_X > 0, _X, 0.2 * _X),
+    ),
     "glu": (
         lambda F: F.glu(md.asarray(_X[:, :4]), 1),
         lambda: _X[:, :2] / (1 + np.exp(-_X[:, 2:4])),
@@ -849,6 +880,15 @@ def test_cosine_similarity_layer_and_zero_vectors():
         nn.SELU(),
         nn.Mish(),
         nn.GLU(0),
+        nn.ReLU6(inplace=True),
+        nn.Hardsigmoid(),
+        nn.Hardswish(),
+        nn.CELU(0.7),
+        nn.Softsign(),
+        nn.Tanhshrink(),
+        nn.Threshold(0.3, -1.0),
+        nn.PReLU(5, 0.1),
+        nn.Softmin(1),
     ],
     ids=lambda m: type(m).__name__,
 )
@@ -874,6 +914,44 @@ def test_activation_layers_differentiate(layer):
         fd[idx] = (value(plus) - value(minus)) / (2 * eps)
     assert w.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), fd, rtol=2e-2, atol=2e-2)
+
+
+@autograd
+def test_prelu_learns_its_slopes_and_refuses_a_mismatched_weight():
+    """The slope is a parameter: its gradient is the sum of x over the negative elements of
+    its channel; a weight that is neither one element nor one per channel is refused."""
+    layer = nn.PReLU(5)
+    assert list(layer.state_dict()) == ["weight"]
+    np.testing.assert_allclose(layer.weight.numpy(), np.full(5, 0.25, np.float32))
+    with md.autograd.record():
+        loss = md.sum(layer(md.asarray(_X)))
+    loss.backward()
+    assert layer.weight.grad is not None
+    np.testing.assert_allclose(
+        layer.weight.grad.numpy(), np.where(_X > 0, 0, _X).sum(0), rtol=1e-5, atol=1e-5
+    )
+    with pytest.raises(ValueError, match="channel count"):
+        nn.functional.prelu(md.asarray(_X), md.asarray(np.ones(3, np.float32)))
+
+
+def test_inplace_flags_are_accepted_and_the_input_keeps_its_values():
+    """``nn.ReLU(inplace=True)`` and the functions' ``inplace=True``, as PyTorch code writes
+    them: the result is the activation, a new tensor; the input is unchanged."""
+    x = md.asarray(_X)
+    for fn in (
+        nn.ReLU(inplace=True),
+        nn.LeakyReLU(0.1, inplace=True),
+        nn.ELU(inplace=True),
+        nn.SiLU(inplace=True),
+        nn.Hardtanh(-1, 1, True),
+        lambda t: nn.functional.relu(t, inplace=True),
+        lambda t: nn.functional.dropout(t, 0.5, True, True),
+    ):
+        y = fn(x)
+        assert y is not x
+        np.testing.assert_array_equal(x.numpy(), _X)
+    assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
+    assert repr(nn.LeakyReLU()) == "LeakyReLU(negative_slope=0.01)"
 
 
 @autograd

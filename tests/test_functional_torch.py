@@ -1,6 +1,7 @@
-"""``F.interpolate`` against ``torch.nn.functional.interpolate`` itself: every mode, many
-sizes and scale factors (both kinds of ``recompute_scale_factor``), ``align_corners``,
-float32 and float64, values and gradients."""
+"""multidev's ``nn.functional`` and layers against torch's own: ``F.interpolate`` (every
+mode, many sizes and scale factors, both kinds of ``recompute_scale_factor``,
+``align_corners``, float32 and float64) and the activations, values and gradients, and the
+layers' printing."""
 
 from __future__ import annotations
 
@@ -81,8 +82,73 @@ def test_gradients_equal_torchs(mode, shape, kwargs):
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
+#: name -> extra arguments after the input
+_ACTIVATIONS = {
+    "relu": (),
+    "relu6": (),
+    "elu": (0.7,),
+    "celu": (0.6,),
+    "selu": (),
+    "silu": (),
+    "mish": (),
+    "gelu": (),
+    "leaky_relu": (0.2,),
+    "hardtanh": (-0.5, 1.5),
+    "hardsigmoid": (),
+    "hardswish": (),
+    "softplus": (2.0, 3.0),
+    "softsign": (),
+    "tanhshrink": (),
+    "logsigmoid": (),
+    "threshold": (0.3, -2.0),
+    "glu": (1,),
+    "softmin": (1,),
+    "normalize": (),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ACTIVATIONS))
+def test_activations_equal_torchs(name):
+    rng = np.random.default_rng(1)
+    x0 = (rng.standard_normal((4, 6)) * 3).astype(np.float32)
+    g = rng.standard_normal((4, 6)).astype(np.float32)
+    args = _ACTIVATIONS[name]
+    t = torch.from_numpy(x0).requires_grad_()
+    want = getattr(torch.nn.functional, name)(t, *args)
+    (want * torch.from_numpy(g[:, : want.shape[1]])).sum().backward()
+    x = md.tensor(x0, requires_grad=True)
+    got = getattr(F, name)(x, *args)
+    (got * md.asarray(g[:, : got.shape[1]])).sum().backward()
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_prelu_equals_torchs():
+    rng = np.random.default_rng(2)
+    x0 = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    ours, theirs = md.nn.PReLU(4, 0.1), torch.nn.PReLU(4, 0.1)
+    x, t = md.tensor(x0, requires_grad=True), torch.from_numpy(x0).requires_grad_()
+    ours(x).sum().backward()
+    theirs(t).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-5)
+
+
 def test_the_layers_print_as_torchs():
     for md_layer, torch_layer in [
+        (md.nn.ReLU(inplace=True), torch.nn.ReLU(inplace=True)),
+        (md.nn.LeakyReLU(0.2, True), torch.nn.LeakyReLU(0.2, True)),
+        (md.nn.ELU(), torch.nn.ELU()),
+        (md.nn.CELU(0.5), torch.nn.CELU(0.5)),
+        (md.nn.Hardtanh(-2.0, 2.0), torch.nn.Hardtanh(-2.0, 2.0)),
+        (md.nn.ReLU6(), torch.nn.ReLU6()),
+        (md.nn.Hardswish(), torch.nn.Hardswish()),
+        (md.nn.Threshold(0.1, 20.0), torch.nn.Threshold(0.1, 20.0)),
+        (md.nn.PReLU(3), torch.nn.PReLU(3)),
+        (md.nn.Softplus(), torch.nn.Softplus()),
+        (md.nn.Softmin(1), torch.nn.Softmin(1)),
+        (md.nn.GLU(), torch.nn.GLU()),
+        (md.nn.PixelShuffle(2), torch.nn.PixelShuffle(2)),
         (md.nn.Upsample(scale_factor=2), torch.nn.Upsample(scale_factor=2)),
         (md.nn.Upsample(size=(3, 4), mode="bicubic"), torch.nn.Upsample((3, 4), mode="bicubic")),
         (md.nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3)),
