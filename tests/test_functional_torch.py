@@ -155,3 +155,51 @@ def test_the_layers_print_as_torchs():
         (md.nn.UpsamplingBilinear2d(size=5), torch.nn.UpsamplingBilinear2d(size=5)),
     ]:
         assert repr(md_layer) == repr(torch_layer)
+
+
+_LAYERS = [
+    ("MaxPool1d", (3,), {}, (2, 3, 10)),
+    ("MaxPool1d", (3, 2, 1), {"dilation": 2, "ceil_mode": True}, (2, 3, 11)),
+    ("AvgPool1d", (4, 2, 2), {"count_include_pad": False}, (2, 3, 9)),
+    ("AvgPool1d", (3,), {"ceil_mode": True}, (3, 10)),
+    ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 10)),
+    ("ZeroPad2d", ((1, 2, 0, 3),), {}, (2, 3, 4, 5)),
+    ("ConstantPad1d", (2, 3.5), {}, (2, 3, 4)),
+    ("ConstantPad3d", ((1, 0, 2, 1, 0, 1), -1.0), {}, (1, 2, 3, 4, 5)),
+    ("ReflectionPad1d", (2,), {}, (2, 3, 5)),
+    ("ReflectionPad2d", ((1, 2, 2, 1),), {}, (2, 3, 4, 5)),
+    ("ReplicationPad2d", (2,), {}, (2, 3, 4, 5)),
+    ("ReplicationPad3d", (1,), {}, (1, 2, 3, 4, 5)),
+    ("CircularPad1d", ((1, 2),), {}, (2, 3, 4)),
+    ("Unflatten", (1, (2, 6)), {}, (3, 12, 2)),
+    ("RMSNorm", ((4, 5),), {}, (2, 3, 4, 5)),
+    ("RMSNorm", (5,), {"eps": 1e-3, "elementwise_affine": False}, (2, 3, 5)),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs", "shape"), _LAYERS, ids=[f"{c[0]}-{i}" for i, c in enumerate(_LAYERS)]
+)
+def test_layers_equal_torchs(name, args, kwargs, shape):
+    """The layer's output, input gradient and printing equal torch's layer of the same name."""
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    ours, theirs = getattr(md.nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+    assert repr(ours) == repr(theirs)
+    t = torch.from_numpy(x0).requires_grad_()
+    want = theirs(t)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.from_numpy(g)).sum().backward()
+    x = md.tensor(x0, requires_grad=True)
+    got = ours(x)
+    (got * md.asarray(g)).sum().backward()
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool1d_indices_equal_torchs():
+    x0 = np.random.default_rng(4).standard_normal((2, 3, 11)).astype(np.float32)
+    got = F.max_pool1d(md.asarray(x0), 3, 2, 1, return_indices=True)
+    want = torch.nn.functional.max_pool1d(torch.from_numpy(x0), 3, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())

@@ -18,7 +18,9 @@ from ..random import dropout_mask
 from ..tensors import Tensor
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
     "binary_cross_entropy",
@@ -47,6 +49,7 @@ __all__ = [
     "linear",
     "log_softmax",
     "logsigmoid",
+    "max_pool1d",
     "max_pool2d",
     "mish",
     "mse_loss",
@@ -59,6 +62,7 @@ __all__ = [
     "prelu",
     "relu",
     "relu6",
+    "rms_norm",
     "scaled_dot_product_attention",
     "selu",
     "sigmoid",
@@ -264,13 +268,16 @@ from .activations import (  # noqa: E402
     threshold,
 )
 from .functional_cnn import (  # noqa: E402
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    avg_pool1d,
     avg_pool2d,
     batch_norm,
     conv1d,
     conv2d,
     conv_transpose2d,
     group_norm,
+    max_pool1d,
     max_pool2d,
     pad,
 )
@@ -291,5 +298,6 @@ from .sequence_functional import (  # noqa: E402
     gelu,
     layer_norm,
     one_hot,
+    rms_norm,
     scaled_dot_product_attention,
 )

@@ -42,13 +42,16 @@ from ..dispatch import new_tensor as _new_tensor
 from ..tensors import Tensor
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
     "conv1d",
     "conv2d",
     "conv_transpose2d",
     "group_norm",
+    "max_pool1d",
     "max_pool2d",
     "pad",
 ]
@@ -449,6 +452,80 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Tensor:
             cells.append(x[:, :, h0:h1, w0:w1].mean(axis=(2, 3)))
         rows.append(ops.stack(cells, axis=-1))
     return ops.stack(rows, axis=-2)
+
+
+# ---------------------------------------------------------------- 1-D pooling
+
+
+def _rows(input: Any, fn: str) -> tuple[Tensor, bool]:
+    """An (N, C, L) or unbatched (C, L) input as (N, C, 1, L), and whether it was unbatched."""
+    x = _tensor(input)
+    if x.ndim not in (2, 3):
+        raise ValueError(
+            f"Expected a 2-D (C, L) or 3-D (N, C, L) input for {fn}. Received: shape {x.shape}"
+        )
+    unbatched = x.ndim == 2
+    return (x[None] if unbatched else x)[:, :, None, :], unbatched
+
+
+def _back(y: Tensor, unbatched: bool) -> Tensor:
+    y = ops.squeeze(y, axis=2)
+    return ops.squeeze(y, axis=0) if unbatched else y
+
+
+def _one(value: Any, name: str, minimum: int = 1) -> int:
+    return _ints(value, 1, name, minimum)[0]
+
+
+def max_pool1d(
+    input: Any,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """``max_pool2d`` along the last axis of an (N, C, L) or (C, L) input, as
+    ``torch.nn.functional.max_pool1d`` (indices count along L)."""
+    x, unbatched = _rows(input, "max_pool1d")
+    k = _one(kernel_size, "kernel_size")
+    s = k if stride is None or stride == () or stride == [] else _one(stride, "stride")
+    out = max_pool2d(
+        x,
+        (1, k),
+        (1, s),
+        (0, _one(padding, "padding", 0)),
+        (1, _one(dilation, "dilation")),
+        ceil_mode,
+        return_indices,
+    )
+    if return_indices:
+        return _back(out[0], unbatched), _back(out[1], unbatched)
+    return _back(out, unbatched)
+
+
+def avg_pool1d(
+    input: Any,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """``avg_pool2d`` along the last axis of an (N, C, L) or (C, L) input, as
+    ``torch.nn.functional.avg_pool1d``."""
+    x, unbatched = _rows(input, "avg_pool1d")
+    k = _one(kernel_size, "kernel_size")
+    s = k if stride is None or stride == () or stride == [] else _one(stride, "stride")
+    p = _one(padding, "padding", 0)
+    return _back(avg_pool2d(x, (1, k), (1, s), (0, p), ceil_mode, count_include_pad), unbatched)
+
+
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Tensor:
+    """``adaptive_avg_pool2d`` along the last axis of an (N, C, L) or (C, L) input."""
+    x, unbatched = _rows(input, "adaptive_avg_pool1d")
+    return _back(adaptive_avg_pool2d(x, (1, _one(output_size, "output_size"))), unbatched)
 
 
 # ---------------------------------------------------------------- normalisation

@@ -14,7 +14,16 @@ from . import init
 from .module import Block
 from .parameter import Parameter, UninitializedParameter
 
-__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "LogSoftmax", "Sigmoid", "Tanh"]
+__all__ = [
+    "Dropout",
+    "Flatten",
+    "LazyLinear",
+    "Linear",
+    "LogSoftmax",
+    "Sigmoid",
+    "Tanh",
+    "Unflatten",
+]
 
 _SQRT5 = math.sqrt(5)
 
@@ -153,6 +162,28 @@ class Flatten(Block):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Block):
+    """Split dimension ``dim`` into ``unflattened_size`` (one entry may be -1)."""
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, X: Any) -> Tensor:
+        x = as_tensor(X)
+        d = self.dim % x.ndim if -x.ndim <= self.dim < x.ndim else self.dim
+        if not 0 <= d < x.ndim:
+            raise ValueError(
+                f"Expected dim in [-{x.ndim}, {x.ndim}) for Unflatten. Received: dim={self.dim} "
+                f"for input of shape {x.shape}"
+            )
+        return ops.reshape(x, (*x.shape[:d], *self.unflattened_size, *x.shape[d + 1 :]))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Dropout(Block):

@@ -8,11 +8,20 @@ from ..tensors import Tensor
 from . import functional as F
 from .module import Block
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "Identity", "MaxPool2d"]
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "Identity",
+    "MaxPool1d",
+    "MaxPool2d",
+]
 
 
-class MaxPool2d(Block):
-    """Maximum over windows of an (N, C, H, W) input; ``stride`` defaults to ``kernel_size``."""
+class _MaxPool(Block):
+    """PyTorch's max-pooling arguments, kept as given; ``stride`` defaults to
+    ``kernel_size``."""
 
     def __init__(
         self,
@@ -31,6 +40,16 @@ class MaxPool2d(Block):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class MaxPool2d(_MaxPool):
+    """Maximum over windows of an (N, C, H, W) input; ``stride`` defaults to ``kernel_size``."""
+
     def forward(self, X: Any) -> Any:
         """The pooled input, or (pooled, indices) with ``return_indices``."""
         return F.max_pool2d(
@@ -43,10 +62,21 @@ class MaxPool2d(Block):
             self.return_indices,
         )
 
-    def extra_repr(self) -> str:
-        return (
-            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+
+class MaxPool1d(_MaxPool):
+    """Maximum over windows of an (N, C, L) or (C, L) input; ``stride`` defaults to
+    ``kernel_size``."""
+
+    def forward(self, X: Any) -> Any:
+        """The pooled input, or (pooled, indices) with ``return_indices``."""
+        return F.max_pool1d(
+            X,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+            self.return_indices,
         )
 
 
@@ -83,6 +113,53 @@ class AvgPool2d(Block):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(Block):
+    """Mean over windows of an (N, C, L) or (C, L) input; ``stride`` defaults to
+    ``kernel_size``. The sizes are kept as 1-tuples, as PyTorch keeps them."""
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, X: Any) -> Tensor:
+        return F.avg_pool1d(
+            X, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+        )
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _single(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class AdaptiveAvgPool1d(Block):
+    """Mean over the windows that split an (N, C, L) or (C, L) input into ``output_size``
+    cells."""
+
+    def __init__(self, output_size: int) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, X: Any) -> Tensor:
+        return F.adaptive_avg_pool1d(X, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool2d(Block):

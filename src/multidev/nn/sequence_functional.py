@@ -18,6 +18,7 @@ import numpy as np
 from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
+from ..array_api import finfo
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import check_same as _check_same
@@ -36,6 +37,7 @@ __all__ = [
     "gelu",
     "layer_norm",
     "one_hot",
+    "rms_norm",
     "rnn",
     "scaled_dot_product_attention",
 ]
@@ -151,6 +153,32 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
 
 
 # ---------------------------------------------------------------- layer_norm / gelu
+
+
+def rms_norm(
+    input: Any,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    """``x / sqrt(mean(x ** 2) + eps)`` over the last ``len(normalized_shape)`` axes, then
+    scaled by ``weight`` (of shape ``normalized_shape``), as ``torch.nn.functional.rms_norm``;
+    ``eps`` None is the machine epsilon of the input's dtype."""
+    x = _floating(_tensor(input))
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k :]) != shape:
+        raise ValueError(
+            f"Expected input whose last dimensions are normalized_shape={shape}. Received: "
+            f"input of shape {x.shape}"
+        )
+    if weight is not None and tuple(weight.shape) != shape:
+        raise ValueError(f"Expected weight of shape {shape}. Received: {weight.shape}")
+    if eps is None:
+        eps = finfo(x.dtype).eps
+    axes = tuple(range(x.ndim - k, x.ndim))
+    y = x / ops.sqrt(ops.mean(x * x, axis=axes, keepdims=True) + eps)
+    return y if weight is None else y * weight
 
 
 def layer_norm(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .sparse import Embedding
-from .transformer import GELU, LayerNorm, Softmax, Softmin, TransformerEncoderLayer
+from .transformer import GELU, LayerNorm, RMSNorm, Softmax, Softmin, TransformerEncoderLayer
 
 __all__ = [
     "GELU",
@@ -16,6 +16,7 @@ __all__ = [
     "LayerNorm",
     "MultiheadAttention",
     "NonDynamicallyQuantizableLinear",
+    "RMSNorm",
     "RNNBase",
     "Softmax",
     "Softmin",

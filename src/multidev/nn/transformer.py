@@ -17,7 +17,7 @@ from .layers import Dropout, Linear
 from .module import Block
 from .parameter import Parameter
 
-__all__ = ["GELU", "LayerNorm", "Softmax", "Softmin", "TransformerEncoderLayer"]
+__all__ = ["GELU", "LayerNorm", "RMSNorm", "Softmax", "Softmin", "TransformerEncoderLayer"]
 
 
 class LayerNorm(Block):
@@ -64,6 +64,44 @@ class LayerNorm(Block):
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
+
+
+class RMSNorm(Block):
+    """Divide by the root mean square over the last axes (``normalized_shape``), then scale;
+    ``weight`` starts at ones and ``eps`` None is the dtype's machine epsilon, as in
+    PyTorch."""
+
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        shape = (
+            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        )
+        if not shape or any(not isinstance(s, int) or s <= 0 for s in shape):
+            raise ValueError(
+                f"Expected normalized_shape of positive ints. Received: {normalized_shape!r}"
+            )
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(asarray(np.ones(shape, np.float32), dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input: Any) -> Tensor:
+        return SF.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
 
 

@@ -889,6 +889,7 @@ def test_cosine_similarity_layer_and_zero_vectors():
         nn.Threshold(0.3, -1.0),
         nn.PReLU(5, 0.1),
         nn.Softmin(1),
+        nn.RMSNorm(5),
     ],
     ids=lambda m: type(m).__name__,
 )
@@ -914,6 +915,62 @@ def test_activation_layers_differentiate(layer):
         fd[idx] = (value(plus) - value(minus)) / (2 * eps)
     assert w.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), fd, rtol=2e-2, atol=2e-2)
+
+
+def test_one_dimensional_pooling_is_pytorchs():
+    """``max_pool1d`` (-inf padding), ``avg_pool1d`` (padding counted or not) and
+    ``adaptive_avg_pool1d`` along L of (N, C, L) and unbatched (C, L) inputs, and their layers,
+    against NumPy's windows."""
+    x = _RNG.standard_normal((2, 3, 10)).astype(np.float32)
+    F = nn.functional
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1)), constant_values=-np.inf)
+    want = np.stack([padded[..., i : i + 3].max(-1) for i in range(0, 10, 2)], -1)
+    np.testing.assert_array_equal(F.max_pool1d(md.asarray(x), 3, 2, 1).numpy(), want)
+    np.testing.assert_array_equal(nn.MaxPool1d(3, 2, 1)(md.asarray(x[0])).numpy(), want[0])
+    zero = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    mean = np.stack([zero[..., i : i + 4].mean(-1) for i in range(0, 9, 2)], -1)
+    np.testing.assert_allclose(F.avg_pool1d(md.asarray(x), 4, 2, 1).numpy(), mean, rtol=1e-5)
+    counts = np.array([3, 4, 4, 4, 3], np.float32)
+    np.testing.assert_allclose(
+        nn.AvgPool1d(4, 2, 1, count_include_pad=False)(md.asarray(x)).numpy(),
+        mean * 4 / counts,
+        rtol=1e-5,
+    )
+    windows = [(0, 3), (2, 5), (5, 8), (7, 10)]  # floor(i * 10 / 4), ceil((i + 1) * 10 / 4)
+    cells = np.stack([x[..., a:b].mean(-1) for a, b in windows], -1)
+    np.testing.assert_allclose(
+        nn.AdaptiveAvgPool1d(4)(md.asarray(x)).numpy(), cells, rtol=1e-5, atol=1e-6
+    )
+    with pytest.raises(ValueError, match=r"2-D \(C, L\) or 3-D \(N, C, L\) input"):
+        F.max_pool1d(md.asarray(x[None]), 2)
+
+
+def test_padding_layers_unflatten_and_rms_norm():
+    """The padding layers are np.pad's modes on the last dimensions; Unflatten splits one
+    dimension; RMSNorm divides by the root mean square over the last axes, then scales."""
+    x = _RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    lead = ((0, 0), (0, 0))
+    for layer, want in [
+        (nn.ZeroPad2d((1, 2, 0, 3)), np.pad(x, (*lead, (0, 3), (1, 2)))),
+        (nn.ConstantPad1d(2, 3.5), np.pad(x, (*lead, (0, 0), (2, 2)), constant_values=3.5)),
+        (nn.ReflectionPad2d(1), np.pad(x, (*lead, (1, 1), (1, 1)), mode="reflect")),
+        (nn.ReplicationPad2d((2, 1, 0, 0)), np.pad(x, (*lead, (0, 0), (2, 1)), mode="edge")),
+        (nn.CircularPad2d((1, 0, 0, 2)), np.pad(x, (*lead, (0, 2), (1, 0)), mode="wrap")),
+    ]:
+        np.testing.assert_array_equal(layer(md.asarray(x)).numpy(), want, err_msg=repr(layer))
+    with pytest.raises(ValueError, match="an int or 4 ints"):
+        nn.ZeroPad2d((1, 2))
+    y = nn.Unflatten(1, (3, -1))(md.asarray(x.reshape(2, 12, 5)))
+    assert y.shape == (2, 3, 4, 5)
+    np.testing.assert_array_equal(y.numpy(), x)
+    norm = nn.RMSNorm((4, 5), eps=1e-4)
+    assert list(norm.state_dict()) == ["weight"]
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean((2, 3), keepdims=True) + 1e-4)
+    np.testing.assert_allclose(norm(md.asarray(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    plain = nn.functional.rms_norm(md.asarray(x), 5)
+    eps = np.finfo(np.float32).eps
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(3, keepdims=True) + eps)
+    np.testing.assert_allclose(plain.numpy(), want, rtol=1e-5, atol=1e-6)
 
 
 @autograd
