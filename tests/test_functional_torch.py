@@ -203,3 +203,58 @@ def test_max_pool1d_indices_equal_torchs():
     want = torch.nn.functional.max_pool1d(torch.from_numpy(x0), 3, 2, 1, return_indices=True)
     np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
     np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+def _loss_inputs(rng):
+    a, b, c = (rng.standard_normal((5, 4)).astype(np.float32) for _ in range(3))
+    sign = np.where(rng.random(5) > 0.5, 1.0, -1.0).astype(np.float32)
+    signs = np.where(rng.random((5, 4)) > 0.5, 1.0, -1.0).astype(np.float32)
+    labels = (rng.random((5, 4)) > 0.5).astype(np.float32)
+    counts = rng.poisson(2.0, (5, 4)).astype(np.float32)
+    var = (rng.random((5, 4)) + 0.05).astype(np.float32)
+    var[0, 0] = 1e-8  # below eps: clamped
+    return {
+        "margin_ranking_loss": ((a[:, 0], b[:, 0], sign), {"margin": 0.3}, 2),
+        "hinge_embedding_loss": ((a, signs), {"margin": 0.5}, 1),
+        "soft_margin_loss": ((a, signs), {}, 1),
+        "cosine_embedding_loss": ((a, b, sign), {"margin": 0.1}, 2),
+        "triplet_margin_loss": ((a, b, c), {"margin": 0.5, "swap": True}, 3),
+        "triplet_margin_loss p1": ((a, b, c), {"p": 1.0}, 3),
+        "pairwise_distance": ((a, b), {"keepdim": True}, 2),
+        "gaussian_nll_loss": ((a, b, var), {"full": True}, 3),
+        "gaussian_nll_loss per row": ((a, b, var[:, 0]), {"reduction": "sum"}, 3),
+        "poisson_nll_loss": ((a, counts), {}, 1),
+        "poisson_nll_loss full": ((np.abs(a), counts), {"log_input": False, "full": True}, 1),
+        "multilabel_soft_margin_loss": ((a, labels), {"reduction": "none"}, 1),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_loss_inputs(np.random.default_rng(0))))
+def test_losses_equal_torchs(case):
+    """Values, and the gradients of the inputs torch differentiates (not the targets)."""
+    args, kwargs, n = _loss_inputs(np.random.default_rng(5))[case]
+    name = case.split()[0]
+    ts = [torch.from_numpy(a).requires_grad_(i < n) for i, a in enumerate(args)]
+    want = getattr(torch.nn.functional, name)(*ts, **kwargs)
+    want.sum().backward()
+    xs = [md.tensor(a, requires_grad=True) for a in args]
+    got = getattr(F, name)(*xs, **kwargs)
+    got.sum().backward()
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for x, t in zip(xs[:n], ts[:n], strict=True):
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_loss_layers_print_as_torchs():
+    for name in [
+        "MarginRankingLoss",
+        "HingeEmbeddingLoss",
+        "SoftMarginLoss",
+        "CosineEmbeddingLoss",
+        "TripletMarginLoss",
+        "PairwiseDistance",
+        "GaussianNLLLoss",
+        "PoissonNLLLoss",
+        "MultiLabelSoftMarginLoss",
+    ]:
+        assert repr(getattr(md.nn, name)()) == repr(getattr(torch.nn, name)())

@@ -42,7 +42,8 @@ __all__ = [
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """``loss`` averaged, summed, or as it is (``"none"``)."""
     if reduction == "mean":
         return ops.mean(loss)
     if reduction == "sum":
@@ -50,7 +51,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _check_reduction(reduction: str) -> None:
+def check_reduction(reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"Expected reduction in {_REDUCTIONS}. Received: {reduction!r}")
 
@@ -64,7 +65,7 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     """
     if _amp.ACTIVE:
         input, target = _amp.cast("mse_loss", input, target)
-    _check_reduction(reduction)
+    check_reduction(reduction)
     x = _floating(_tensor(input))
     y = _tensor(target, x)
     if x.shape != y.shape:
@@ -73,13 +74,13 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
             f"Reshape the target first, e.g. target.reshape({x.shape})."
         )
     d = x - y
-    return _reduce(d * d, reduction)
+    return reduce_loss(d * d, reduction)
 
 
 def _pair(input: Any, target: Any, reduction: str, what: str) -> tuple[Tensor, Tensor]:
     """Floating ``input`` and ``target`` of one shape (broadcasting would pair every
     prediction with every target), the reduction checked."""
-    _check_reduction(reduction)
+    check_reduction(reduction)
     x = _floating(_tensor(input))
     y = _tensor(target, x)
     if x.shape != y.shape:
@@ -93,7 +94,7 @@ def _pair(input: Any, target: Any, reduction: str, what: str) -> tuple[Tensor, T
 def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     """``|input - target|``, averaged (or summed, or elementwise with ``"none"``)."""
     x, y = _pair(input, target, reduction, "l1_loss")
-    return _reduce(ops.abs(x - y), reduction)
+    return reduce_loss(ops.abs(x - y), reduction)
 
 
 def smooth_l1_loss(input: Any, target: Any, reduction: str = "mean", beta: float = 1.0) -> Tensor:
@@ -104,8 +105,8 @@ def smooth_l1_loss(input: Any, target: Any, reduction: str = "mean", beta: float
     x, y = _pair(input, target, reduction, "smooth_l1_loss")
     d = ops.abs(x - y)
     if beta == 0:
-        return _reduce(d, reduction)
-    return _reduce(ops.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+        return reduce_loss(d, reduction)
+    return reduce_loss(ops.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
 
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0) -> Tensor:
@@ -114,7 +115,7 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
         raise ValueError(f"Expected delta > 0. Received: {delta}")
     x, y = _pair(input, target, reduction, "huber_loss")
     d = ops.abs(x - y)
-    return _reduce(ops.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+    return reduce_loss(ops.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
 
 
 def _clamped_log(p: Tensor) -> Tensor:
@@ -134,7 +135,7 @@ def binary_cross_entropy(
     loss = -(y * _clamped_log(p) + (1.0 - y) * _clamped_log(1.0 - p))
     if weight is not None:
         loss = loss * _tensor(weight, p)
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 def binary_cross_entropy_with_logits(
@@ -152,7 +153,7 @@ def binary_cross_entropy_with_logits(
         loss = (1.0 - y) * x + scale * softplus_neg
     if weight is not None:
         loss = loss * _tensor(weight, x)
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 def nll_loss(
@@ -167,7 +168,7 @@ def nll_loss(
     ``target`` (N,): ``-w[y] * input[i, y]``, the mean dividing by the weights of the labels
     kept (``cross_entropy`` is ``nll_loss(log_softmax(x), y)``); (N, C, d1, ...) with labels
     (N, d1, ...) per position. ``ignore_index`` as in ``cross_entropy``: not assumed."""
-    _check_reduction(reduction)
+    check_reduction(reduction)
     log_p = _floating(_tensor(input))
     labels = _tensor(target, log_p)
     if labels._dtype.kind not in "iu":
@@ -196,7 +197,7 @@ def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = 
         loss = ops.where(positive, t * (ops.log(ops.where(positive, t, 1.0)) - x), 0.0)
     if batchmean:
         return ops.sum(loss) / (x.shape[0] if x.ndim else 1)
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 #: the tensor options of the loss layers, buffers as in PyTorch (``to()`` moves them, and
@@ -204,7 +205,7 @@ def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = 
 _TENSOR_OPTIONS = ("weight", "pos_weight")
 
 
-class _Loss(Block):
+class LossLayer(Block):
     """A loss function as a layer: its options kept, its tensor options (``weight``,
     ``pos_weight``) as buffers; ``forward(input, target)``."""
 
@@ -213,7 +214,7 @@ class _Loss(Block):
     def __init__(self, **options: Any) -> None:
         super().__init__()
         if "reduction" in options and options["reduction"] != "batchmean":
-            _check_reduction(options["reduction"])
+            check_reduction(options["reduction"])
         for name in _TENSOR_OPTIONS:
             if name in options:
                 value = options.pop(name)
@@ -225,7 +226,7 @@ class _Loss(Block):
         return type(self)._fn(input, target, **tensors, **self._options)
 
 
-class L1Loss(_Loss):
+class L1Loss(LossLayer):
     """``l1_loss`` as a layer."""
 
     _fn = staticmethod(l1_loss)
@@ -234,7 +235,7 @@ class L1Loss(_Loss):
         super().__init__(reduction=reduction)
 
 
-class SmoothL1Loss(_Loss):
+class SmoothL1Loss(LossLayer):
     """``smooth_l1_loss`` as a layer."""
 
     _fn = staticmethod(smooth_l1_loss)
@@ -243,7 +244,7 @@ class SmoothL1Loss(_Loss):
         super().__init__(reduction=reduction, beta=beta)
 
 
-class HuberLoss(_Loss):
+class HuberLoss(LossLayer):
     """``huber_loss`` as a layer."""
 
     _fn = staticmethod(huber_loss)
@@ -252,7 +253,7 @@ class HuberLoss(_Loss):
         super().__init__(reduction=reduction, delta=delta)
 
 
-class BCELoss(_Loss):
+class BCELoss(LossLayer):
     """``binary_cross_entropy`` as a layer."""
 
     _fn = staticmethod(binary_cross_entropy)
@@ -261,7 +262,7 @@ class BCELoss(_Loss):
         super().__init__(weight=weight, reduction=reduction)
 
 
-class BCEWithLogitsLoss(_Loss):
+class BCEWithLogitsLoss(LossLayer):
     """``binary_cross_entropy_with_logits`` as a layer."""
 
     _fn = staticmethod(binary_cross_entropy_with_logits)
@@ -270,7 +271,7 @@ class BCEWithLogitsLoss(_Loss):
         super().__init__(weight=weight, reduction=reduction, pos_weight=pos_weight)
 
 
-class NLLLoss(_Loss):
+class NLLLoss(LossLayer):
     """``nll_loss`` as a layer."""
 
     _fn = staticmethod(nll_loss)
@@ -281,7 +282,7 @@ class NLLLoss(_Loss):
         super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-class KLDivLoss(_Loss):
+class KLDivLoss(LossLayer):
     """``kl_div`` as a layer."""
 
     _fn = staticmethod(kl_div)
@@ -368,7 +369,7 @@ def _masked_nll(
         loss = loss * ops.astype(kept, log_p._dtype)
     if reduction == "mean":
         return ops.sum(loss) / ops.sum(share)
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 def _soft_cross_entropy(
@@ -397,7 +398,7 @@ def _soft_cross_entropy(
     loss = -ops.sum(weighted, axis=-1)
     if reduction == "none" and logits.ndim >= 3:
         return loss.reshape(logits.shape[:1] + logits.shape[2:])
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 def _composed_cross_entropy(logits: Tensor, labels: Tensor, reduction: str) -> Tensor:
@@ -415,7 +416,7 @@ def _composed_cross_entropy(logits: Tensor, labels: Tensor, reduction: str) -> T
         logits, _call(logits, "log_softmax", logits._native, len(shape) - 1), logits._dtype
     )
     nll = -ops.sum(onehot * log_p, axis=-1)
-    return _reduce(nll, reduction)
+    return reduce_loss(nll, reduction)
 
 
 def cross_entropy(
@@ -454,7 +455,7 @@ def cross_entropy(
             f"Expected class weights (a tensor of C values) as the third argument. Received: "
             f"{weight!r}. Pass the reduction by name: reduction={weight!r}."
         )
-    _check_reduction(reduction)
+    check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"Expected label_smoothing in [0, 1]. Received: {label_smoothing!r}")
     logits = _floating(_tensor(input))
@@ -507,7 +508,7 @@ class MSELoss(Block):
 
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
-        _check_reduction(reduction)
+        check_reduction(reduction)
         self.reduction = reduction
 
     def forward(self, input: Any, target: Any) -> Tensor:
@@ -532,7 +533,7 @@ class CrossEntropyLoss(Block):
                 f"Expected class weights as the first argument. Received: {weight!r}. Pass "
                 f"the reduction by name: nn.CrossEntropyLoss(reduction={weight!r})."
             )
-        _check_reduction(reduction)
+        check_reduction(reduction)
         self.register_buffer("weight", None if weight is None else _tensor(weight))
         self.ignore_index = ignore_index
         self.reduction = reduction

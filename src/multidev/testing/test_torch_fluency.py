@@ -682,6 +682,8 @@ _Q[0, 2] = 0.0  # 0 * log 0 counts 0
 _Q = (_Q / _Q.sum(1, keepdims=True)).astype(np.float32)
 _LAB = np.array([0, 3, 1, 4])
 _W = np.arange(1, 6).astype(np.float32)
+_S = np.where(_RNG.random((4, 5)) > 0.5, 1.0, -1.0).astype(np.float32)
+_COS = (_X * _T).sum(1) / np.sqrt(((_X**2).sum(1) + 1e-12) * ((_T**2).sum(1) + 1e-12))
 _PW = np.linspace(0.5, 2, 5).astype(np.float32)
 
 
@@ -791,6 +793,45 @@ _LOSSES_AND_ACTIVATIONS = {
             -(_W[_LAB] * _LP[np.arange(4), _LAB] * (_LAB != 3)).sum()
             / (_W[_LAB] * (_LAB != 3)).sum()
         ),
+    ),
+    "margin_ranking_loss": (
+        lambda F: F.margin_ranking_loss(
+            md.asarray(_X[:, 0]), md.asarray(_T[:, 0]), md.asarray(_S[:, 0]), margin=0.3
+        ),
+        lambda: np.maximum(0, -_S[:, 0] * (_X[:, 0] - _T[:, 0]) + 0.3).mean(),
+    ),
+    "hinge_embedding_loss": (
+        lambda F: F.hinge_embedding_loss(md.asarray(_X), md.asarray(_S), 0.5, "sum"),
+        lambda: np.where(_S == 1, _X, np.maximum(0, 0.5 - _X)).sum(),
+    ),
+    "soft_margin_loss": (
+        lambda F: F.soft_margin_loss(md.asarray(_X), md.asarray(_S)),
+        lambda: _softplus_np(-_S * _X).mean(),
+    ),
+    "cosine_embedding_loss": (
+        lambda F: F.cosine_embedding_loss(
+            md.asarray(_X), md.asarray(_T), md.asarray(_S[:, 0]), 0.1, "none"
+        ),
+        lambda: np.where(_S[:, 0] == 1, 1 - _COS, np.maximum(0, _COS - 0.1)),
+    ),
+    "triplet_margin_loss": (
+        lambda F: F.triplet_margin_loss(md.asarray(_X), md.asarray(_T), md.asarray(_LP), 0.5),
+        lambda: np.maximum(
+            np.linalg.norm(_X - _T + 1e-6, axis=1) - np.linalg.norm(_X - _LP + 1e-6, axis=1) + 0.5,
+            0,
+        ).mean(),
+    ),
+    "gaussian_nll_loss": (
+        lambda F: F.gaussian_nll_loss(md.asarray(_X), md.asarray(_T), md.asarray(_P + 0.1)),
+        lambda: (0.5 * (np.log(_P + 0.1) + (_X - _T) ** 2 / (_P + 0.1))).mean(),
+    ),
+    "poisson_nll_loss": (
+        lambda F: F.poisson_nll_loss(md.asarray(_X), md.asarray(_Y * 3)),
+        lambda: (np.exp(_X) - _Y * 3 * _X).mean(),
+    ),
+    "multilabel_soft_margin_loss": (
+        lambda F: F.multilabel_soft_margin_loss(md.asarray(_X), md.asarray(_Y), md.asarray(_W)),
+        lambda: (_W * -(_Y * -_softplus_np(-_X) + (1 - _Y) * -_softplus_np(_X))).mean(1).mean(),
     ),
     "kl_div batchmean": (
         lambda F: F.kl_div(md.asarray(_LP), md.asarray(_Q), reduction="batchmean"),
