@@ -258,3 +258,35 @@ def test_loss_layers_print_as_torchs():
         "MultiLabelSoftMarginLoss",
     ]:
         assert repr(getattr(md.nn, name)()) == repr(getattr(torch.nn, name)())
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "GRUCell", "LSTMCell"])
+@pytest.mark.parametrize("batched", [True, False])
+def test_cells_equal_torchs(name, batched):
+    """The same parameters give torch's next state and input gradient; printing as torch's."""
+    rng = np.random.default_rng(6)
+    ours, theirs = getattr(md.nn, name)(4, 3), getattr(torch.nn, name)(4, 3)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    with torch.no_grad():
+        for k, v in ours.state_dict().items():
+            theirs.state_dict()[k].copy_(torch.from_numpy(v.numpy()))
+    shape = (2, 4) if batched else (4,)
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    h0 = rng.standard_normal((*shape[:-1], 3)).astype(np.float32)
+    lstm = name == "LSTMCell"
+    t = torch.from_numpy(x0).requires_grad_()
+    th = torch.from_numpy(h0)
+    want = theirs(t, (th, th * 0.5) if lstm else th)
+    x = md.tensor(x0, requires_grad=True)
+    h = md.asarray(h0)
+    got = ours(x, (h, h * 0.5) if lstm else h)
+    wants, gots = (want, got) if lstm else ((want,), (got,))
+    sum(w.sum() for w in wants).backward()
+    md.sum(md.stack([g.sum() for g in gots])).backward()
+    for g, w in zip(gots, wants, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert repr(md.nn.RNNCell(2, 3, bias=False, nonlinearity="relu")) == repr(
+        torch.nn.RNNCell(2, 3, bias=False, nonlinearity="relu")
+    )

@@ -19,7 +19,7 @@ from . import sequence_functional as SF
 from .module import Block
 from .parameter import Parameter
 
-__all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 
 class RNNBase(Block):
@@ -231,3 +231,142 @@ class LSTM(RNNBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__("lstm", *args, **kwargs)
+
+
+class RNNCellBase(Block):
+    """One step of an Elman RNN, GRU or LSTM cell (``mode`` in ``sequence_functional.RNN_MODES``)
+    with PyTorch's parameters ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh`` (gate order
+    and U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) initialisation as its layers'), run by the
+    framework's recurrent kernel on a sequence of one step."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        for name, v in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"Expected a positive int for {name}. Received: {v!r}")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        gates = SF.RNN_MODES[mode] * hidden_size
+        stdv = 1.0 / math.sqrt(hidden_size)
+        shapes: list[tuple[str, tuple[int, ...]]] = [
+            ("weight_ih", (gates, input_size)),
+            ("weight_hh", (gates, hidden_size)),
+        ]
+        if bias:
+            shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+        for name, shape in shapes:
+            values = host_uniform(shape, -stdv, stdv)
+            self.register_parameter(name, Parameter(asarray(values, dtype=dtype, device=device)))
+        self._names = [name for name, _ in shapes]
+
+    def _step(self, input: Any, hx: Any) -> tuple[Tensor, Tensor | None]:
+        """The new (h, c) (c None but for an LSTM) after one step from ``hx``."""
+        x = as_tensor(input)
+        name = type(self).__name__
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ValueError(
+                f"Expected a 1-D (input_size,) or 2-D (batch, input_size) input with "
+                f"input_size={self.input_size} for {name}. Received: shape {x.shape}"
+            )
+        unbatched = x.ndim == 1
+        if unbatched:
+            x = x[None]
+        lstm = self.mode == "lstm"
+        if hx is None:
+            shape = (self.hidden_size,) if unbatched else (x.shape[0], self.hidden_size)
+            zeros = as_tensor(np.zeros(shape, x._dtype.numpy), x)
+            states = [zeros, zeros] if lstm else [zeros]
+        else:
+            states = [as_tensor(h, x) for h in (hx if lstm else (hx,))]
+        want = (self.hidden_size,) if unbatched else (x.shape[0], self.hidden_size)
+        if any(s.shape != want for s in states):
+            raise ShapeError(
+                f"Expected hidden state{'s' if lstm else ''} of shape {want} for {name}. "
+                f"Received: {' and '.join(str(s.shape) for s in states)}",
+                op=name,
+                shapes=tuple(s.shape for s in states),
+            )
+        states = [ops.reshape(s, (1, x.shape[0], self.hidden_size)) for s in states]
+        hx_in: Any = tuple(states) if lstm else states[0]
+        weights = [getattr(self, n) for n in self._names]
+        _, h, c = SF.rnn(self.mode, x[None], hx_in, weights, 1, False)
+        h = h[0, 0] if unbatched else h[0]
+        if c is not None:
+            c = c[0, 0] if unbatched else c[0]
+        return h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.mode == "rnn_relu":
+            s += ", nonlinearity=relu"
+        return s
+
+
+class RNNCell(RNNCellBase):
+    """``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or ReLU)."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Expected nonlinearity 'tanh' or 'relu'. Received: {nonlinearity!r}")
+        super().__init__("rnn_" + nonlinearity, input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Any, hx: Any = None) -> Tensor:
+        return self._step(input, hx)[0]
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step (gates r, z, n), as ``torch.nn.GRUCell``."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__("gru", input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Any, hx: Any = None) -> Tensor:
+        return self._step(input, hx)[0]
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step (gates i, f, g, o): ``(h', c')`` from ``(h, c)``, as
+    ``torch.nn.LSTMCell``."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__("lstm", input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
+        h, c = self._step(input, hx)
+        assert c is not None
+        return h, c

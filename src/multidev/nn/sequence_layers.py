@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
-from .rnn import GRU, LSTM, RNN, RNNBase
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from .sparse import Embedding
 from .transformer import GELU, LayerNorm, RMSNorm, Softmax, Softmin, TransformerEncoderLayer
 
@@ -13,11 +13,14 @@ __all__ = [
     "LSTM",
     "RNN",
     "Embedding",
+    "GRUCell",
+    "LSTMCell",
     "LayerNorm",
     "MultiheadAttention",
     "NonDynamicallyQuantizableLinear",
     "RMSNorm",
     "RNNBase",
+    "RNNCell",
     "Softmax",
     "Softmin",
     "TransformerEncoderLayer",

@@ -9,6 +9,8 @@ reference ``rnn_layer`` entry).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -249,3 +251,34 @@ def test_lstm_projection_and_gradients_match_framework_layer(rng, native_ops):
     np.testing.assert_allclose(xp.grad.numpy(), want_dx, rtol=1e-4, atol=1e-5)
     for (name, p), w in zip(lstm.named_parameters(), want_dw, strict=True):
         np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    ("cell", "layer"),
+    [("RNNCell", "RNN"), ("GRUCell", "GRU"), ("LSTMCell", "LSTM")],
+)
+def test_cells_step_as_their_layers(cell, layer, rng):
+    """A cell run step by step over a sequence gives the states of the layer with the same
+    parameters over that sequence (batched and unbatched), and its parameters are PyTorch's."""
+    c = getattr(nn, cell)(4, 3)
+    assert [(k, v.shape) for k, v in c.state_dict().items()] == [
+        ("weight_ih", (c.weight_ih.shape[0], 4)),
+        ("weight_hh", (c.weight_hh.shape[0], 3)),
+        ("bias_ih", (c.weight_ih.shape[0],)),
+        ("bias_hh", (c.weight_ih.shape[0],)),
+    ]
+    full = getattr(nn, layer)(4, 3)
+    full.load_state_dict({k + "_l0": v for k, v in c.state_dict().items()})
+    x = md.asarray(rng.standard_normal((5, 2, 4)).astype(np.float32))
+    y, final = full(x)
+    state: Any = None
+    for t in range(5):
+        state = c(x[t], state)
+        h = state[0] if cell == "LSTMCell" else state
+        np.testing.assert_allclose(h.numpy(), y[t].numpy(), rtol=1e-5, atol=1e-6)
+    if cell == "LSTMCell":
+        np.testing.assert_allclose(state[1].numpy(), final[1][0].numpy(), rtol=1e-5, atol=1e-6)
+    one = c(x[0, 0])
+    assert (one[0] if cell == "LSTMCell" else one).shape == (3,)
+    with pytest.raises(md.ShapeError, match=r"hidden state.* of shape \(2, 3\)"):
+        c(x[0], md.zeros((2, 4)) if cell != "LSTMCell" else (md.zeros((2, 4)), md.zeros((2, 4))))
