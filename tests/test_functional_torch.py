@@ -290,3 +290,32 @@ def test_cells_equal_torchs(name, batched):
     assert repr(md.nn.RNNCell(2, 3, bias=False, nonlinearity="relu")) == repr(
         torch.nn.RNNCell(2, 3, bias=False, nonlinearity="relu")
     )
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((2, 3, 6, 7), {"kernel_size": 3}),
+        ((2, 3, 6, 7), {"kernel_size": (2, 3), "stride": 2, "padding": 1}),
+        ((1, 2, 9, 8), {"kernel_size": 3, "dilation": (2, 1), "stride": (1, 3), "padding": (2, 0)}),
+        ((3, 5, 5), {"kernel_size": 2}),
+    ],
+)
+def test_unfold_and_fold_equal_torchs(shape, kwargs):
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    t = torch.from_numpy(x0).requires_grad_()
+    want = torch.nn.functional.unfold(t, **kwargs)
+    x = md.tensor(x0, requires_grad=True)
+    got = F.unfold(x, **kwargs)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-6)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.from_numpy(g)).sum().backward()
+    (got * md.asarray(g)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    back = torch.nn.functional.fold(torch.from_numpy(g), shape[-2:], **kwargs)
+    np.testing.assert_allclose(
+        F.fold(md.asarray(g), shape[-2:], **kwargs).numpy(), back.numpy(), rtol=1e-5, atol=1e-6
+    )
+    assert repr(md.nn.Unfold(**kwargs)) == repr(torch.nn.Unfold(**kwargs))
+    assert repr(md.nn.Fold(shape[-2:], **kwargs)) == repr(torch.nn.Fold(shape[-2:], **kwargs))

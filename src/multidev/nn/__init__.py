@@ -40,7 +40,18 @@ from .embedding_losses import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
-from .layers import Dropout, Flatten, LazyLinear, Linear, LogSoftmax, Sigmoid, Tanh, Unflatten
+from .layers import (
+    Dropout,
+    Flatten,
+    Fold,
+    LazyLinear,
+    Linear,
+    LogSoftmax,
+    Sigmoid,
+    Tanh,
+    Unflatten,
+    Unfold,
+)
 from .losses import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -141,6 +152,7 @@ __all__ = [
     "Dropout",
     "Embedding",
     "Flatten",
+    "Fold",
     "GRUCell",
     "GaussianNLLLoss",
     "GroupNorm",
@@ -208,6 +220,7 @@ __all__ = [
     "TransformerEncoderLayer",
     "TripletMarginLoss",
     "Unflatten",
+    "Unfold",
     "UninitializedParameter",
     "Upsample",
     "UpsamplingBilinear2d",

@@ -35,6 +35,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "fold",
     "gaussian_nll_loss",
     "gelu",
     "glu",
@@ -84,6 +85,7 @@ __all__ = [
     "tanhshrink",
     "threshold",
     "triplet_margin_loss",
+    "unfold",
 ]
 
 
@@ -296,10 +298,12 @@ from .functional_cnn import (  # noqa: E402
     conv1d,
     conv2d,
     conv_transpose2d,
+    fold,
     group_norm,
     max_pool1d,
     max_pool2d,
     pad,
+    unfold,
 )
 from .losses import (  # noqa: E402
     binary_cross_entropy,

@@ -33,6 +33,7 @@ from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
 from ..autograd import no_grad
+from ..creation import zeros_like
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import call as _call
 from ..dispatch import cast as _cast
@@ -50,10 +51,12 @@ __all__ = [
     "conv1d",
     "conv2d",
     "conv_transpose2d",
+    "fold",
     "group_norm",
     "max_pool1d",
     "max_pool2d",
     "pad",
+    "unfold",
 ]
 
 
@@ -526,6 +529,116 @@ def adaptive_avg_pool1d(input: Any, output_size: Any) -> Tensor:
     """``adaptive_avg_pool2d`` along the last axis of an (N, C, L) or (C, L) input."""
     x, unbatched = _rows(input, "adaptive_avg_pool1d")
     return _back(adaptive_avg_pool2d(x, (1, _one(output_size, "output_size"))), unbatched)
+
+
+# ---------------------------------------------------------------- im2col
+
+
+def _patches_args(kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> tuple:
+    return (
+        _ints(kernel_size, 2, "kernel_size"),
+        _ints(dilation, 2, "dilation"),
+        _ints(padding, 2, "padding", 0),
+        _ints(stride, 2, "stride"),
+    )
+
+
+def _blocks(size: tuple[int, ...], k: tuple, d: tuple, p: tuple, s: tuple, fn: str) -> tuple:
+    """The number of sliding positions along each of the two spatial axes."""
+    out = tuple(
+        (n + 2 * pp - dd * (kk - 1) - 1) // ss + 1
+        for n, kk, dd, pp, ss in zip(size, k, d, p, s, strict=True)
+    )
+    if any(o < 1 for o in out):
+        raise ValueError(
+            f"Expected a kernel (with its dilation) that fits the padded input for {fn}. "
+            f"Received: kernel_size={k}, dilation={d}, padding={p} for spatial size {size}"
+        )
+    return out
+
+
+def unfold(
+    input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+) -> Tensor:
+    """The sliding kH x kW blocks of an (N, C, H, W) or (C, H, W) input as columns, (N, C * kH *
+    kW, L) with L blocks, as ``torch.nn.functional.unfold``: one strided slice per kernel
+    position, stacked."""
+    x = _tensor(input)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"Expected a 3-D or 4-D input for unfold. Received: shape {x.shape}")
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    k, d, p, s = _patches_args(kernel_size, dilation, padding, stride)
+    oh, ow = _blocks(x.shape[2:], k, d, p, s, "unfold")
+    if any(p):
+        x = pad(x, (p[1], p[1], p[0], p[0]))
+    taps = [
+        x[
+            :,
+            :,
+            i * d[0] : i * d[0] + s[0] * (oh - 1) + 1 : s[0],
+            j * d[1] : j * d[1] + s[1] * (ow - 1) + 1 : s[1],
+        ]
+        for i in range(k[0])
+        for j in range(k[1])
+    ]
+    n, c = x.shape[:2]
+    cols = ops.reshape(ops.stack(taps, axis=2), (n, c * k[0] * k[1], oh * ow))
+    return cols[0] if unbatched else cols
+
+
+def _spread(b: Tensor, axis: int, step: int) -> Tensor:
+    """``b`` with ``step - 1`` zeros after each element along ``axis`` (none after the last)."""
+    if step == 1:
+        return b
+    n = b.shape[axis]
+    spread = ops.stack([b] + [zeros_like(b)] * (step - 1), axis=axis + 1)
+    shape = (*b.shape[:axis], n * step, *b.shape[axis + 1 :])
+    index = (slice(None),) * axis + (slice(0, step * (n - 1) + 1),)
+    return ops.reshape(spread, shape)[index]
+
+
+def fold(
+    input: Any,
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+) -> Tensor:
+    """Columns (N, C * kH * kW, L) or (C * kH * kW, L) summed back into an (N, C, H, W) image
+    of ``output_size``, overlapping blocks added, as ``torch.nn.functional.fold`` (the adjoint
+    of ``unfold``): each kernel position's blocks spread to their stride and padded into
+    place."""
+    x = _tensor(input)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"Expected a 2-D or 3-D input for fold. Received: shape {x.shape}")
+    unbatched = x.ndim == 2
+    if unbatched:
+        x = x[None]
+    size = _ints(output_size, 2, "output_size")
+    k, d, p, s = _patches_args(kernel_size, dilation, padding, stride)
+    oh, ow = _blocks(size, k, d, p, s, "fold")
+    n, rows, blocks = x.shape
+    if rows % (k[0] * k[1]) or blocks != oh * ow:
+        raise ValueError(
+            f"Expected an input of shape (N, C * {k[0] * k[1]}, {oh * ow}) for fold with "
+            f"kernel_size={k} into output_size={size}. Received: shape {x.shape}"
+        )
+    c = rows // (k[0] * k[1])
+    cols = ops.reshape(x, (n, c, k[0] * k[1], oh, ow))
+    hp, wp = size[0] + 2 * p[0], size[1] + 2 * p[1]
+    total = None
+    for i in range(k[0]):
+        for j in range(k[1]):
+            b = _spread(_spread(cols[:, :, i * k[1] + j], 2, s[0]), 3, s[1])
+            top, left = i * d[0], j * d[1]
+            placed = pad(b, (left, wp - left - b.shape[3], top, hp - top - b.shape[2]))
+            total = placed if total is None else total + placed
+    assert total is not None
+    out = total[:, :, p[0] : p[0] + size[0], p[1] : p[1] + size[1]]
+    return out[0] if unbatched else out
 
 
 # ---------------------------------------------------------------- normalisation

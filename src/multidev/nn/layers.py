@@ -186,6 +186,51 @@ class Unflatten(Block):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
+class Unfold(Block):
+    """``F.unfold`` as a layer: sliding blocks as columns."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = (
+            kernel_size,
+            dilation,
+            padding,
+            stride,
+        )
+
+    def forward(self, X: Any) -> Tensor:
+        return F.unfold(X, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+            f"stride={self.stride}"
+        )
+
+
+class Fold(Unfold):
+    """``F.fold`` as a layer: columns summed back into an image of ``output_size``."""
+
+    def __init__(
+        self,
+        output_size: Any,
+        kernel_size: Any,
+        dilation: Any = 1,
+        padding: Any = 0,
+        stride: Any = 1,
+    ) -> None:
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, X: Any) -> Tensor:
+        return F.fold(
+            X, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, {super().extra_repr()}"
+
+
 class Dropout(Block):
     """During training, zero each element with probability ``p`` and scale the rest by
     1 / (1 - p); in ``eval()`` mode, pass the input through unchanged."""

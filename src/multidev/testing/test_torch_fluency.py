@@ -986,6 +986,28 @@ def test_one_dimensional_pooling_is_pytorchs():
         F.max_pool1d(md.asarray(x[None]), 2)
 
 
+def test_unfold_is_sliding_blocks_and_fold_its_adjoint():
+    """unfold: row c * kH * kW + i * kW + j, column r * oW + q holds the padded input at
+    (c, r * s + i * d, q * s + j * d); fold sums columns back, so that <unfold(x), g> =
+    <x, fold(g)>; as layers too."""
+    x = _RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    k, d, p, st = (2, 3), (2, 1), (1, 0), (2, 1)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (0, 0)))
+    oh, ow = (9 - 2 - 1) // 2 + 1, (6 - 2 - 1) // 1 + 1
+    want = np.empty((2, 3 * 6, oh * ow), np.float32)
+    for c, i, j, r, q in np.ndindex(3, 2, 3, oh, ow):
+        want[:, c * 6 + i * 3 + j, r * ow + q] = xp[:, c, r * 2 + i * 2, q + j]
+    cols = nn.functional.unfold(md.asarray(x), k, d, p, st)
+    np.testing.assert_array_equal(cols.numpy(), want)
+    g = _RNG.standard_normal(want.shape).astype(np.float32)
+    back = nn.Fold((7, 6), k, d, p, st)(md.asarray(g)).numpy()
+    assert back.shape == x.shape
+    np.testing.assert_allclose((want * g).sum(), (x * back).sum(), rtol=1e-4)
+    np.testing.assert_array_equal(nn.Unfold(k, d, p, st)(md.asarray(x)).numpy(), want)
+    with pytest.raises(ValueError, match=r"shape \(N, C \* 6, 16\)"):
+        nn.functional.fold(md.asarray(g[:, :, :5]), (7, 6), k, d, p, st)
+
+
 def test_padding_layers_unflatten_and_rms_norm():
     """The padding layers are np.pad's modes on the last dimensions; Unflatten splits one
     dimension; RMSNorm divides by the root mean square over the last axes, then scales."""
