@@ -319,3 +319,49 @@ def test_unfold_and_fold_equal_torchs(shape, kwargs):
     )
     assert repr(md.nn.Unfold(**kwargs)) == repr(torch.nn.Unfold(**kwargs))
     assert repr(md.nn.Fold(shape[-2:], **kwargs)) == repr(torch.nn.Fold(shape[-2:], **kwargs))
+
+
+@pytest.mark.parametrize("options", [{}, {"batch_first": True, "norm_first": True}])
+def test_transformer_equals_torchs(options):
+    """nn.Transformer (encoder and decoder stacks with their final norms): the same state-dict
+    keys and printing; with md's parameters loaded into torch, the same output and input
+    gradients under a causal target mask and padding masks."""
+    rng = np.random.default_rng(8)
+    kw = {
+        "d_model": 8,
+        "nhead": 2,
+        "num_encoder_layers": 2,
+        "num_decoder_layers": 2,
+        "dim_feedforward": 16,
+        "dropout": 0.0,
+        **options,
+    }
+    ours, theirs = md.nn.Transformer(**kw), torch.nn.Transformer(**kw)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
+    b = options.get("batch_first", False)
+    src0 = rng.standard_normal((2, 5, 8) if b else (5, 2, 8)).astype(np.float32)
+    tgt0 = rng.standard_normal((2, 4, 8) if b else (4, 2, 8)).astype(np.float32)
+    pad = np.array([[False] * 5, [False] * 3 + [True] * 2])
+    t_src, t_tgt = torch.from_numpy(src0).requires_grad_(), torch.from_numpy(tgt0)
+    want = theirs(
+        t_src,
+        t_tgt,
+        tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(4),
+        src_key_padding_mask=torch.from_numpy(pad),
+        memory_key_padding_mask=torch.from_numpy(pad),
+    )
+    src = md.tensor(src0, requires_grad=True)
+    got = ours(
+        src,
+        md.asarray(tgt0),
+        tgt_mask=md.nn.Transformer.generate_square_subsequent_mask(4),
+        src_key_padding_mask=md.asarray(pad),
+        memory_key_padding_mask=md.asarray(pad),
+    )
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.from_numpy(g)).sum().backward()
+    (got * md.asarray(g)).sum().backward()
+    np.testing.assert_allclose(src.grad.numpy(), t_src.grad.numpy(), rtol=1e-4, atol=1e-5)

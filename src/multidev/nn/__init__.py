@@ -116,6 +116,10 @@ from .sequence_layers import (
     RNNCell,
     Softmax,
     Softmin,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
     TransformerEncoderLayer,
 )
 
@@ -217,6 +221,10 @@ __all__ = [
     "Tanh",
     "Tanhshrink",
     "Threshold",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
     "TransformerEncoderLayer",
     "TripletMarginLoss",
     "Unflatten",

@@ -827,6 +827,24 @@ class ModuleList(Sequential):
         for i, m in enumerate(items):
             self.add_module(str(i), m)
 
+    def __repr__(self) -> str:
+        """As PyTorch prints a ModuleList: a run of blocks that print alike is one entry,
+        ``(0-5): 6 x TransformerEncoderLayer(...)``."""
+        runs: list[list[Any]] = []  # [first index, last index, text]
+        for i, module in enumerate(self._modules.values()):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        if not runs:
+            return self._get_name() + "()"
+        lines = [
+            _addindent(f"({a}): {t}" if a == b else f"({a}-{b}): {b - a + 1} x {t}", 2)
+            for a, b, t in runs
+        ]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(
             "Expected the owner's forward to call the blocks of a ModuleList. Received: a call "

@@ -5,7 +5,18 @@ from __future__ import annotations
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from .sparse import Embedding
-from .transformer import GELU, LayerNorm, RMSNorm, Softmax, Softmin, TransformerEncoderLayer
+from .transformer import (
+    GELU,
+    LayerNorm,
+    RMSNorm,
+    Softmax,
+    Softmin,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "GELU",
@@ -23,5 +34,9 @@ __all__ = [
     "RNNCell",
     "Softmax",
     "Softmin",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
     "TransformerEncoderLayer",
 ]

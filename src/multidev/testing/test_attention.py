@@ -278,3 +278,44 @@ def test_multihead_attention_need_weights_false_returns_none(rng):
     np.testing.assert_allclose(
         out.numpy(), _mha_kv_run(q, k, v, True, True)[0], rtol=RTOL, atol=ATOL
     )
+
+
+def test_transformer_stacks_copy_their_layer_and_respect_the_causal_mask(rng):
+    """TransformerEncoder and TransformerDecoder start their layers as copies of the one
+    given (as PyTorch's; nn.Transformer then draws every matrix anew); nn.Transformer's output
+    has the target's shape, and a target position does not see the ones after it under
+    generate_square_subsequent_mask."""
+    for stack in (
+        nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2),
+        nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), 2),
+    ):
+        sd = stack.state_dict()
+        for key in [k for k in sd if k.startswith("layers.0.")]:
+            other = key.replace("layers.0.", "layers.1.")
+            np.testing.assert_array_equal(sd[key].numpy(), sd[other].numpy())
+        assert stack.layers[0].linear1.weight is not stack.layers[1].linear1.weight
+    net = nn.Transformer(8, 2, 2, 2, 16, dropout=0.0)
+    src = md.asarray(rng.standard_normal((5, 2, 8)).astype(np.float32))
+    tgt = rng.standard_normal((4, 2, 8)).astype(np.float32)
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    assert mask.shape == (4, 4) and float(mask[0, 1].item()) == -np.inf
+    out = net(src, md.asarray(tgt), tgt_mask=mask)
+    assert out.shape == (4, 2, 8)
+    changed = tgt.copy()
+    changed[3] += 1.0  # the last position: the first three outputs must not move
+    again = net(src, md.asarray(changed), tgt_mask=mask)
+    np.testing.assert_allclose(again.numpy()[:3], out.numpy()[:3], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(again.numpy()[3], out.numpy()[3])
+
+
+@pytest.mark.requires("autograd")
+def test_transformer_parameters_all_get_gradients(rng):
+    net = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True, norm_first=True)
+    src = md.asarray(rng.standard_normal((2, 5, 8)).astype(np.float32))
+    tgt = md.asarray(rng.standard_normal((2, 4, 8)).astype(np.float32))
+    net(src, tgt, tgt_is_causal=True, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4))
+    with md.autograd.record():
+        loss = (net(src, tgt) ** 2).mean()
+    loss.backward()
+    missing = [n for n, p in net.named_parameters() if p.grad is None]
+    assert not missing, missing
