@@ -365,3 +365,45 @@ def test_transformer_equals_torchs(options):
     (want * torch.from_numpy(g)).sum().backward()
     (got * md.asarray(g)).sum().backward()
     np.testing.assert_allclose(src.grad.numpy(), t_src.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "shape", "channels"),
+    [
+        ("InstanceNorm1d", {}, (2, 3, 7), 3),
+        ("InstanceNorm2d", {"affine": True}, (2, 3, 4, 5), 3),
+        ("InstanceNorm2d", {"track_running_stats": True, "momentum": 0.3}, (2, 3, 4, 5), 3),
+        ("InstanceNorm3d", {"affine": True, "track_running_stats": True}, (3, 2, 3, 4), 3),
+    ],
+)
+def test_instance_norm_equals_torchs(name, kwargs, shape, channels):
+    """Training output, input gradient, running statistics after two steps, eval output and
+    printing, from the same parameters."""
+    rng = np.random.default_rng(9)
+    ours = getattr(md.nn, name)(channels, **kwargs)
+    theirs = getattr(torch.nn, name)(channels, **kwargs)
+    assert repr(ours) == repr(theirs)
+    if ours.weight is not None:
+        with torch.no_grad():
+            theirs.weight.copy_(torch.from_numpy(rng.standard_normal(ours.num_features)))
+            ours.weight[...] = md.asarray(theirs.weight.detach().numpy())
+    for _ in range(2):
+        x0 = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+        t = torch.from_numpy(x0).requires_grad_()
+        want = theirs(t)
+        want.pow(2).sum().backward()
+        x = md.tensor(x0, requires_grad=True)
+        got = ours(x)
+        (got**2).sum().backward()
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+    for key, value in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-5)
+    ours.eval()
+    theirs.eval()
+    np.testing.assert_allclose(
+        ours(md.asarray(x0)).numpy(),
+        theirs(torch.from_numpy(x0)).detach().numpy(),
+        rtol=1e-4,
+        atol=1e-5,
+    )

@@ -33,6 +33,9 @@ __all__ = [
     "cosine_similarity",
     "cross_entropy",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
     "embedding",
     "fold",
@@ -45,6 +48,7 @@ __all__ = [
     "hardtanh",
     "hinge_embedding_loss",
     "huber_loss",
+    "instance_norm",
     "interpolate",
     "kl_div",
     "l1_loss",
@@ -251,6 +255,46 @@ def dropout(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> 
     return x * m
 
 
+def _channel_dropout(x: Any, p: float, training: bool, spatial: int, fn: str) -> Tensor:
+    """Zero whole channels: one draw per (sample, channel) of an input whose last ``spatial``
+    dimensions are positions, batched or not."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {p}")
+    x = _tensor(x)
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise ValueError(
+            f"Expected a {spatial + 1}-D (C, ...) or {spatial + 2}-D (N, C, ...) input for {fn}. "
+            f"Received: shape {x.shape}"
+        )
+    if not training or p == 0.0:
+        return x
+    x = _floating(x)
+    if p == 1.0:
+        return x * 0.0
+    shape = x.shape[: x.ndim - spatial] + (1,) * spatial
+    mask = dropout_mask(shape, p, x._dtype.numpy)
+    bk = x._bk
+    return x * _new_tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
+
+
+def dropout1d(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each channel of an (N, C, L) or (C, L) input with probability ``p`` and scale the
+    rest by 1 / (1 - p)."""
+    return _channel_dropout(x, p, training, 1, "dropout1d")
+
+
+def dropout2d(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each channel of an (N, C, H, W) or (C, H, W) input with probability ``p`` and
+    scale the rest by 1 / (1 - p)."""
+    return _channel_dropout(x, p, training, 2, "dropout2d")
+
+
+def dropout3d(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each channel of an (N, C, D, H, W) or (C, D, H, W) input with probability ``p``
+    and scale the rest by 1 / (1 - p)."""
+    return _channel_dropout(x, p, training, 3, "dropout3d")
+
+
 # ---------------------------------------------------------------- losses
 
 from .activations import (  # noqa: E402
@@ -300,6 +344,7 @@ from .functional_cnn import (  # noqa: E402
     conv_transpose2d,
     fold,
     group_norm,
+    instance_norm,
     max_pool1d,
     max_pool2d,
     pad,

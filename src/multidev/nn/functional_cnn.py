@@ -53,6 +53,7 @@ __all__ = [
     "conv_transpose2d",
     "fold",
     "group_norm",
+    "instance_norm",
     "max_pool1d",
     "max_pool2d",
     "pad",
@@ -781,6 +782,57 @@ def group_norm(
         y = y * _out(x, w, dt).reshape(bshape)
     if b is not None:
         y = y + _out(x, b, dt).reshape(bshape)
+    return y
+
+
+def instance_norm(
+    input: Any,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel of each sample of an (N, C, ...) input over its positions (one
+    group per channel: ``group_norm``), then scale and shift per channel, as
+    ``torch.nn.functional.instance_norm``. With ``use_input_stats`` the running statistics
+    given move toward the samples' mean and unbiased variance, averaged over the batch;
+    without it, the running statistics normalise."""
+    x = _tensor(input)
+    if x.ndim < 3:
+        raise ValueError(
+            f"Expected an input of shape (N, C, ...) with positions for instance_norm. Received: "
+            f"shape {x.shape}"
+        )
+    n, c = x.shape[:2]
+    if x._dtype.kind != "f":
+        x = _cast(x, _dt.float32)
+    if use_input_stats:
+        y = group_norm(x, c, weight, bias, eps)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                flat = x.reshape(n, c, -1)
+                mean = flat.mean(axis=2)
+                if running_mean is not None:
+                    running_mean[...] = running_mean * (1 - momentum) + mean.mean(axis=0) * momentum
+                if running_var is not None:
+                    centred = flat - mean.reshape(n, c, 1)
+                    var = (centred * centred).sum(axis=2) / max(flat.shape[2] - 1, 1)
+                    running_var[...] = running_var * (1 - momentum) + var.mean(axis=0) * momentum
+        return y
+    if running_mean is None or running_var is None:
+        raise ValueError(
+            "Expected running_mean and running_var for instance_norm with "
+            "use_input_stats=False. Received: None."
+        )
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    y = (x - running_mean.reshape(shape)) / ops.sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
     return y
 
 

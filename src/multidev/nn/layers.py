@@ -16,6 +16,9 @@ from .parameter import Parameter, UninitializedParameter
 
 __all__ = [
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
     "Flatten",
     "LazyLinear",
     "Linear",
@@ -258,3 +261,24 @@ class LogSoftmax(Block):
 
     def forward(self, X: Any) -> Tensor:
         return F.log_softmax(X, self.dim)
+
+
+class Dropout1d(Dropout):
+    """``F.dropout1d`` in training, the identity in ``eval()``: whole channels of (N, C, L)."""
+
+    def forward(self, X: Any) -> Tensor:
+        return F.dropout1d(X, self.p, self.training)
+
+
+class Dropout2d(Dropout):
+    """``F.dropout2d`` in training, the identity in ``eval()``: whole channels of (N, C, H, W)."""
+
+    def forward(self, X: Any) -> Tensor:
+        return F.dropout2d(X, self.p, self.training)
+
+
+class Dropout3d(Dropout):
+    """``F.dropout3d`` in training, the identity in ``eval()``: whole channels of 3-D maps."""
+
+    def forward(self, X: Any) -> Tensor:
+        return F.dropout3d(X, self.p, self.training)

@@ -24,6 +24,9 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
     "SyncBatchNorm",
@@ -419,3 +422,63 @@ class GroupNorm(Block):
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self._bias}"
         )
+
+
+class _InstanceNorm(_BatchNorm):
+    """Instance normalisation: each channel of each sample over its positions; PyTorch's
+    defaults (no affine parameters, no running statistics); an unbatched input is one sample."""
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+
+    def forward(self, X: Any) -> Tensor:
+        X = X if isinstance(X, Tensor) else asarray(X)
+        self._check_input(X)
+        unbatched = X.ndim == self._dims[0]
+        if unbatched:
+            X = X[None]
+        # PyTorch's instance norms count no batches: the momentum alone moves the statistics
+        factor = 0.0 if self.momentum is None else self.momentum
+        use_input = self.training or not self.track_running_stats
+        y = F.instance_norm(  # (the running statistics are None without track_running_stats)
+            X,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input,
+            factor,
+            self.eps,
+        )
+        return y[0] if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of an (N, C, L) or (C, L) input."""
+
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of an (N, C, H, W) or (C, H, W) input."""
+
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of an (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = (4, 5)

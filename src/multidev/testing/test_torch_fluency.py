@@ -1008,6 +1008,44 @@ def test_unfold_is_sliding_blocks_and_fold_its_adjoint():
         nn.functional.fold(md.asarray(g[:, :, :5]), (7, 6), k, d, p, st)
 
 
+def test_instance_norm_and_channel_dropout():
+    """InstanceNorm2d normalises each (sample, channel) over its positions, its running
+    statistics (with track_running_stats) move toward the batch's average instance mean and
+    unbiased variance and normalise in eval(); Dropout2d zeros whole channels, scaling the
+    others by 1 / (1 - p), and is the identity in eval()."""
+    x = (_RNG.standard_normal((2, 3, 4, 5)) * 2 + 1).astype(np.float32)
+    mean = x.mean((2, 3), keepdims=True)
+    var = x.var((2, 3), keepdims=True)
+    norm = nn.InstanceNorm2d(3, track_running_stats=True, momentum=0.5)
+    np.testing.assert_allclose(
+        norm(md.asarray(x)).numpy(), (x - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5
+    )
+    np.testing.assert_allclose(norm.running_mean.numpy(), 0.5 * mean.mean((0, 2, 3)), rtol=1e-5)
+    unbiased = x.var((2, 3), ddof=1).mean(0)
+    np.testing.assert_allclose(norm.running_var.numpy(), 0.5 + 0.5 * unbiased, rtol=1e-5)
+    norm.eval()
+    rm, rv = norm.running_mean.numpy(), norm.running_var.numpy()
+    want = (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5)
+    np.testing.assert_allclose(norm(md.asarray(x)).numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        nn.InstanceNorm1d(4)(md.asarray(x[0, 0])).numpy(),
+        (x[0, 0] - x[0, 0].mean(1, keepdims=True)) / np.sqrt(x[0, 0].var(1, keepdims=True) + 1e-5),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    md.manual_seed(0)
+    drop = nn.Dropout2d(0.5)
+    y = drop(md.asarray(np.ones((8, 6, 3, 3), np.float32))).numpy()
+    per_channel = y.reshape(8, 6, 9)
+    assert set(np.unique(per_channel)) <= {0.0, 2.0}
+    assert (per_channel.min(2) == per_channel.max(2)).all()  # a channel is kept or dropped whole
+    assert 0 < (per_channel[:, :, 0] == 0).sum() < 48
+    drop.eval()
+    np.testing.assert_array_equal(drop(md.asarray(x)).numpy(), x)
+    with pytest.raises(ValueError, match=r"3-D \(C, ...\) or 4-D"):
+        nn.functional.dropout2d(md.asarray(x[0, 0]))
+
+
 def test_padding_layers_unflatten_and_rms_norm():
     """The padding layers are np.pad's modes on the last dimensions; Unflatten splits one
     dimension; RMSNorm divides by the root mean square over the last axes, then scales."""
