@@ -66,7 +66,16 @@ from .losses import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .module import Block, IncompatibleKeys, Module, ModuleDict, ModuleList, Sequential
+from .module import (
+    Block,
+    IncompatibleKeys,
+    Module,
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -206,6 +215,8 @@ __all__ = [
     "PReLU",
     "PairwiseDistance",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
     "PixelShuffle",
     "PixelUnshuffle",
     "PoissonNLLLoss",

@@ -19,6 +19,7 @@ from .. import dtypes as _dt
 from ..autograd import begin_implicit as _begin_implicit
 from ..autograd import no_grad as _no_grad
 from ..device import as_device, check_available
+from ..dispatch import as_tensor as _as_tensor
 from ..dispatch import new_tensor as _new_tensor
 from ..errors import StateDictError
 from ..jit import Jitted
@@ -26,7 +27,16 @@ from ..tensors import Tensor
 from .parameter import Parameter, UninitializedParameter
 from .parameter import same_backend as _same_backend
 
-__all__ = ["Block", "IncompatibleKeys", "Module", "ModuleDict", "ModuleList", "Sequential"]
+__all__ = [
+    "Block",
+    "IncompatibleKeys",
+    "Module",
+    "ModuleDict",
+    "ModuleList",
+    "ParameterDict",
+    "ParameterList",
+    "Sequential",
+]
 
 _B = TypeVar("_B", bound="Block")
 
@@ -899,4 +909,114 @@ class ModuleDict(Block):
         raise NotImplementedError(
             "Expected the owner's forward to call the blocks of a ModuleDict. Received: a call "
             "of the ModuleDict itself. Call a block by name (self.heads[name](X))."
+        )
+
+
+def _as_parameter(value: Any) -> Any:
+    """A Parameter as it is; any other tensor (or array) as a new Parameter of its values."""
+    return value if isinstance(value, Parameter) else Parameter(_as_tensor(value))
+
+
+class ParameterList(Block):
+    """Parameters held in a list, as ``torch.nn.ParameterList``: registered (the owner's
+    ``parameters()`` and ``state_dict`` hold them, under ``0``, ``1``, ...), indexed,
+    iterated, ``append``/``extend``; a tensor that is not a Parameter becomes one."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self.extend(values or ())
+
+    def __getitem__(self, index: int) -> Any:
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"Expected an index in [-{n}, {n}). Received: {index}")
+        return self._parameters[str(index % n)]
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        self[index]  # the bounds check
+        self.register_parameter(str(index % len(self)), _as_parameter(value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._parameters.values()))
+
+    def append(self, value: Any) -> ParameterList:
+        """Add ``value`` at the end."""
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Add each of ``values`` at the end."""
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+            for name, p in self._parameters.items()
+        )
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            "Expected the owner's forward to use the parameters of a ParameterList. Received: "
+            "a call of the ParameterList itself."
+        )
+
+
+class ParameterDict(Block):
+    """Parameters held by name, as ``torch.nn.ParameterDict``: registered, ``d[name]``,
+    ``d[name] = value``, ``in``, ``len``, ``keys``/``values``/``items``, ``update``."""
+
+    def __init__(self, parameters: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._parameters[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.register_parameter(name, _as_parameter(value))
+
+    def __delitem__(self, name: str) -> None:
+        del self._parameters[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._parameters
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._parameters))
+
+    def keys(self) -> Iterable[str]:
+        return self._parameters.keys()
+
+    def values(self) -> Iterable[Any]:
+        return self._parameters.values()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return self._parameters.items()
+
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        """Add (or replace) the parameters of ``parameters``, a mapping or (name, value)
+        pairs."""
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for name, value in pairs:
+            self[name] = value
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+            for name, p in self._parameters.items()
+        )
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            "Expected the owner's forward to use the parameters of a ParameterDict. Received: "
+            "a call of the ParameterDict itself."
         )

@@ -1046,6 +1046,31 @@ def test_instance_norm_and_channel_dropout():
         nn.functional.dropout2d(md.asarray(x[0, 0]))
 
 
+def test_parameter_list_and_dict_register_their_parameters():
+    """As PyTorch's: the owner's parameters and state_dict hold them (``ws.0``, ``d.a``), a
+    plain tensor becomes a Parameter, indexing (negative too), len, iteration and update."""
+
+    class Owner(nn.Block):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ws = nn.ParameterList([md.ones((2, 3)), nn.Parameter(md.zeros(3))])
+            self.d = nn.ParameterDict({"a": md.ones(2)})
+
+        def forward(self, x):
+            return md.matmul(x, self.ws[0].T) + self.ws[1][:2] + self.d["a"]
+
+    m = Owner()
+    assert list(m.state_dict()) == ["ws.0", "ws.1", "d.a"]
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())
+    assert len(m.ws) == 2 and list(m.ws)[1] is m.ws[-1] and "a" in m.d
+    m.ws.append(md.ones(1))
+    m.d.update({"b": md.zeros(1)})
+    assert len(list(m.parameters())) == 5
+    with pytest.raises(IndexError, match=r"index in \[-3, 3\)"):
+        m.ws[3]
+    np.testing.assert_array_equal(m(md.ones((1, 3))).numpy(), [[4.0, 4.0]])
+
+
 def test_padding_layers_unflatten_and_rms_norm():
     """The padding layers are np.pad's modes on the last dimensions; Unflatten splits one
     dimension; RMSNorm divides by the root mean square over the last axes, then scales."""
