@@ -407,3 +407,27 @@ def test_instance_norm_equals_torchs(name, kwargs, shape, channels):
         rtol=1e-4,
         atol=1e-5,
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "shape"),
+    [
+        ("AdaptiveMaxPool2d", (3, 4), (2, 3, 7, 9)),
+        ("AdaptiveMaxPool2d", 2, (2, 3, 8, 6)),
+        ("AdaptiveMaxPool2d", (None, 2), (3, 5, 7)),
+        ("AdaptiveMaxPool1d", 4, (2, 3, 10)),
+    ],
+)
+def test_adaptive_max_pool_equals_torchs(name, size, shape):
+    rng = np.random.default_rng(10)
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    ours, theirs = getattr(md.nn, name)(size), getattr(torch.nn, name)(size)
+    assert repr(ours) == repr(theirs)
+    t = torch.from_numpy(x0).requires_grad_()
+    want = theirs(t)
+    want.sum().backward()
+    x = md.tensor(x0, requires_grad=True)
+    got = ours(x)
+    got.sum().backward()
+    np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

@@ -32,6 +32,7 @@ import numpy as np
 from .. import amp as _amp
 from .. import dtypes as _dt
 from .. import ops
+from ..array_api import take
 from ..autograd import no_grad
 from ..creation import zeros_like
 from ..dispatch import as_tensor as _tensor
@@ -45,6 +46,8 @@ from ..tensors import Tensor
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
@@ -458,6 +461,49 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Tensor:
     return ops.stack(rows, axis=-2)
 
 
+def _window_max(x: Tensor, axis: int, n_out: int) -> Tensor:
+    """The maximum over each of ``n_out`` adaptive windows along ``axis`` (window j: [floor(j *
+    n / n_out), ceil((j + 1) * n / n_out))): one gather of every window's positions, padded
+    with the window's last position, and one max."""
+    n = x.shape[axis]
+    j = np.arange(n_out)
+    start, end = (j * n) // n_out, -((-(j + 1) * n) // n_out)
+    width = int((end - start).max())
+    index = np.minimum(start[:, None] + np.arange(width), end[:, None] - 1).reshape(-1)
+    picked = take(x, _from_host(x._bk, index, _dt.int64, x._dev), axis=axis)
+    shape = (*x.shape[:axis], n_out, width, *x.shape[axis + 1 :])
+    return ops.max(ops.reshape(picked, shape), axis=axis + 1)
+
+
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Maximum over the windows that split an (N, C, H, W) or (C, H, W) input into
+    ``output_size`` cells, as ``torch.nn.functional.adaptive_max_pool2d`` (``None`` in
+    ``output_size`` keeps a size); ``max_pool2d`` where the cells tile the input evenly."""
+    if return_indices:
+        raise NotImplementedError(
+            "adaptive_max_pool2d(return_indices=True) is not provided. Use max_pool2d with "
+            "return_indices where the output size divides the input's."
+        )
+    x = _tensor(input)
+    if x.ndim not in (3, 4):
+        raise ValueError(
+            f"Expected a 3-D (C, H, W) or 4-D (N, C, H, W) input for adaptive_max_pool2d. "
+            f"Received: shape {x.shape}"
+        )
+    h, w = x.shape[-2:]
+    if isinstance(output_size, Sequence) and len(output_size) == 2:
+        size = (
+            h if output_size[0] is None else output_size[0],
+            w if output_size[1] is None else output_size[1],
+        )
+    else:
+        size = output_size
+    oh, ow = _ints(size, 2, "output_size")
+    if x.ndim == 4 and h % oh == 0 and w % ow == 0:
+        return max_pool2d(x, (h // oh, w // ow))
+    return _window_max(_window_max(x, x.ndim - 2, oh), x.ndim - 1, ow)
+
+
 # ---------------------------------------------------------------- 1-D pooling
 
 
@@ -524,6 +570,13 @@ def avg_pool1d(
     s = k if stride is None or stride == () or stride == [] else _one(stride, "stride")
     p = _one(padding, "padding", 0)
     return _back(avg_pool2d(x, (1, k), (1, s), (0, p), ceil_mode, count_include_pad), unbatched)
+
+
+def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Tensor:
+    """``adaptive_max_pool2d`` along the last axis of an (N, C, L) or (C, L) input."""
+    x, unbatched = _rows(input, "adaptive_max_pool1d")
+    out = adaptive_max_pool2d(x, (1, _one(output_size, "output_size")), return_indices)
+    return _back(out, unbatched)
 
 
 def adaptive_avg_pool1d(input: Any, output_size: Any) -> Tensor:

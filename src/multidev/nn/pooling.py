@@ -11,6 +11,8 @@ from .module import Block
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
     "Identity",
@@ -184,3 +186,23 @@ class Identity(Block):
 
     def forward(self, X: Any) -> Any:
         return X
+
+
+class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
+    """Maximum over the windows that split an (N, C, H, W) or (C, H, W) input into
+    ``output_size`` cells."""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, X: Any) -> Tensor:
+        return F.adaptive_max_pool2d(X, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Maximum over the windows that split an (N, C, L) or (C, L) input into
+    ``output_size`` cells."""
+
+    def forward(self, X: Any) -> Tensor:
+        return F.adaptive_max_pool1d(X, self.output_size, self.return_indices)

@@ -1008,6 +1008,26 @@ def test_unfold_is_sliding_blocks_and_fold_its_adjoint():
         nn.functional.fold(md.asarray(g[:, :, :5]), (7, 6), k, d, p, st)
 
 
+def test_adaptive_max_pooling_takes_each_windows_maximum():
+    """adaptive_max_pool2d/1d: the maximum over [floor(i * n / out), ceil((i + 1) * n / out))
+    along each axis, for sizes that do not divide the input's and ones that do."""
+    x = _RNG.standard_normal((2, 3, 7, 9)).astype(np.float32)
+
+    def windows(n, out):
+        return [(i * n // out, -(-(i + 1) * n // out)) for i in range(out)]
+
+    want = np.array(
+        [[x[..., a:b, c:d].max((-2, -1)) for c, d in windows(9, 4)] for a, b in windows(7, 3)]
+    ).transpose(2, 3, 0, 1)
+    np.testing.assert_array_equal(nn.AdaptiveMaxPool2d((3, 4))(md.asarray(x)).numpy(), want)
+    even = nn.functional.adaptive_max_pool2d(md.asarray(x[:, :, :6, :9]), (2, 3)).numpy()
+    np.testing.assert_array_equal(even, x[:, :, :6, :9].reshape(2, 3, 2, 3, 3, 3).max((3, 5)))
+    line = nn.AdaptiveMaxPool1d(4)(md.asarray(x[0, :, 0])).numpy()
+    np.testing.assert_array_equal(
+        line, np.stack([x[0, :, 0, a:b].max(-1) for a, b in windows(9, 4)], -1)
+    )
+
+
 def test_instance_norm_and_channel_dropout():
     """InstanceNorm2d normalises each (sample, channel) over its positions, its running
     statistics (with track_running_stats) move toward the batch's average instance mean and
