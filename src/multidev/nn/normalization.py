@@ -451,7 +451,7 @@ class _InstanceNorm(_BatchNorm):
         if unbatched:
             X = X[None]
         # PyTorch's instance norms count no batches: the momentum alone moves the statistics
-        factor = 0.0 if self.momentum is None else self.momentum
+        momentum = self.momentum if self.momentum is not None else 0.0
         use_input = self.training or not self.track_running_stats
         y = F.instance_norm(  # (the running statistics are None without track_running_stats)
             X,
@@ -460,7 +460,7 @@ class _InstanceNorm(_BatchNorm):
             self.weight,
             self.bias,
             use_input,
-            factor,
+            momentum,
             self.eps,
         )
         return y[0] if unbatched else y
