@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import multidev as md  # noqa: E402
+from multidev import registry  # noqa: E402
 
 F = md.nn.functional
 
@@ -35,9 +36,18 @@ def _cases(spatial: int):
                     yield mode, (2, 3) + (n,) * spatial, {**options, "align_corners": align_corners}
 
 
+@pytest.fixture(params=["kernel", "composed"])
+def resampling(request, monkeypatch):
+    """Both of multidev's paths: the adapter's ``interpolate`` op where the backend has one
+    (torch), and the gathers every other backend runs (the op taken away)."""
+    if request.param == "composed":
+        monkeypatch.setattr(registry.current().ops, "interpolate", None, raising=False)
+    return request.param
+
+
 @pytest.mark.parametrize("spatial", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_values_equal_torchs(spatial, dtype):
+def test_values_equal_torchs(spatial, dtype, resampling):
     rng = np.random.default_rng(spatial)
     tol = 1e-5 if dtype == np.float32 else 1e-12  # float32: the taps' sums round differently
     compared = 0
@@ -70,7 +80,7 @@ def test_values_equal_torchs(spatial, dtype):
         ("area", (1, 2, 7, 6), {"size": (3, 4)}),
     ],
 )
-def test_gradients_equal_torchs(mode, shape, kwargs):
+def test_gradients_equal_torchs(mode, shape, kwargs, resampling):
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal(shape).astype(np.float32)
     t = torch.from_numpy(x0).requires_grad_()

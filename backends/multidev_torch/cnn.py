@@ -11,7 +11,7 @@ from multidev.contract import channel_fold
 #: the lowerings, found by op name by the adapter's op_table
 __all__ = [
     *("adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "conv_transpose2d"),
-    *("group_norm", "max_pool2d", "pad"),
+    *("group_norm", "interpolate", "max_pool2d", "pad"),
     "batch_norm_train",
 ]
 
@@ -80,3 +80,15 @@ def pad(x, pads, mode, value):
 
 adaptive_avg_pool2d = F.adaptive_avg_pool2d
 group_norm = F.group_norm
+
+
+def interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor):
+    """torch's own resampling kernels (multidev's positions and weights are PyTorch's)."""
+    return F.interpolate(
+        x,
+        size=size,
+        scale_factor=scale_factor,
+        mode=mode,
+        align_corners=align_corners,
+        recompute_scale_factor=recompute_scale_factor,
+    )

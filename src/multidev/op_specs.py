@@ -121,6 +121,13 @@ _declare("(x, kernel, stride, pads)", "layer", "max_pool2d avg_pool2d", False)
 _declare("(x, output_size)", "layer", "adaptive_avg_pool2d", False, optional=True)
 _declare("(x, mean or None (training), var, weight, bias, eps)", "layer", "batch_norm", False)
 _declare("(x, groups, weight, bias, eps)", "layer", "group_norm", False, optional=True)
+_declare(  # PyTorch's resampling (sizes or scales checked, one per spatial axis)
+    "(x, size or None, scale_factor or None, mode, align_corners, recompute_scale_factor)",
+    "layer",
+    "interpolate",
+    False,
+    optional=True,
+)
 _declare(  # -> (y, new running mean, new running var): the fused kernel's batch statistics
     "(x, weight, bias, eps, running_mean or None, running_var or None, momentum)",
     "layer",

@@ -6,7 +6,9 @@ an axis is a weighted sum of a few input positions along that axis. The position
 depend only on the sizes, so they are computed once on the host with PyTorch's formulas (in
 float32, as its kernels compute them, so that the rounding of a position is the same), and
 each axis is then resampled on the device by one gather (``take``), one product and one sum:
-framework kernels every backend differentiates, on CPU and GPU alike.
+framework kernels every backend differentiates, on CPU and GPU alike. An adapter whose
+framework has PyTorch's resampling kernels (torch) gives them as the op ``interpolate``,
+which float32 and float64 inputs run instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import numpy as np
 from .. import array_api, ops
 from ..dispatch import as_tensor as _tensor
 from ..dispatch import asarray as _asarray
-from ..dtypes import float64
+from ..dispatch import call as _call
+from ..dispatch import wrap as _wrap
+from ..dtypes import float32, float64
 from ..tensors import Tensor
 from .module import Block
 
@@ -184,6 +188,18 @@ def interpolate(
             )
         # recompute_scale_factor: the kernels see the sizes only
         scales = (None,) * spatial if recompute_scale_factor else given
+    if x.dtype in (float32, float64) and getattr(x._bk.ops, "interpolate", None) is not None:
+        native = _call(
+            x,
+            "interpolate",
+            x._native,
+            out if size is not None else None,
+            None if size is not None else given,
+            mode,
+            align_corners,
+            recompute_scale_factor,
+        )
+        return _wrap(x, native, x._dtype)
     corners = bool(align_corners)
     ft = np.float64 if x.dtype == float64 else np.float32
     y = x
