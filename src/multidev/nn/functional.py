@@ -245,16 +245,21 @@ def dropout(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> 
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"Expected a dropout probability in [0, 1]. Received: {p}")
-    x = _tensor(x)
+    return _drop(_tensor(x), p, training, 0)
+
+
+def _drop(x: Tensor, p: float, training: bool, spatial: int) -> Tensor:
+    """``x`` times inverted-dropout multipliers, one draw per element, or per (sample,
+    channel) when the last ``spatial`` dimensions are positions that share it."""
     if not training or p == 0.0:
         return x
     x = _floating(x)
     if p == 1.0:
         return x * 0.0
-    mask = dropout_mask(x.shape, p, x._dtype.numpy)
+    shape = x.shape[: x.ndim - spatial] + (1,) * spatial
+    mask = dropout_mask(shape, p, x._dtype.numpy)
     bk = x._bk
-    m = _new_tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
-    return x * m
+    return x * _new_tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
 
 
 def _channel_dropout(x: Any, p: float, training: bool, spatial: int, fn: str) -> Tensor:
@@ -268,15 +273,7 @@ def _channel_dropout(x: Any, p: float, training: bool, spatial: int, fn: str) ->
             f"Expected a {spatial + 1}-D (C, ...) or {spatial + 2}-D (N, C, ...) input for {fn}. "
             f"Received: shape {x.shape}"
         )
-    if not training or p == 0.0:
-        return x
-    x = _floating(x)
-    if p == 1.0:
-        return x * 0.0
-    shape = x.shape[: x.ndim - spatial] + (1,) * spatial
-    mask = dropout_mask(shape, p, x._dtype.numpy)
-    bk = x._bk
-    return x * _new_tensor(_on(bk, x._dev, bk.from_numpy, mask, x._dev), bk, x._dev, x._dtype)
+    return _drop(x, p, training, spatial)
 
 
 def dropout1d(x, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

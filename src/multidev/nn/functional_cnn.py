@@ -427,6 +427,16 @@ def avg_pool2d(
     return y * _from_host(x._bk, scale, x._dtype, x._dev)
 
 
+def _adaptive_size(h: int, w: int, output_size: Any) -> tuple[int, ...]:
+    """An adaptive pooling's (oH, oW): one int for both, or a pair where None keeps a size."""
+    if isinstance(output_size, Sequence) and len(output_size) == 2:
+        output_size = (
+            h if output_size[0] is None else output_size[0],
+            w if output_size[1] is None else output_size[1],
+        )
+    return _ints(output_size, 2, "output_size")
+
+
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> Tensor:
     """Mean over the windows that split an (N, C, H, W) input into ``output_size`` cells, as
     ``torch.nn.functional.adaptive_avg_pool2d`` (``None`` in ``output_size`` keeps a size)."""
@@ -435,14 +445,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Tensor:
     if x._dtype.kind != "f":
         x = _cast(x, _dt.float32)
     h, w = x.shape[2:]
-    if isinstance(output_size, Sequence) and len(output_size) == 2:
-        size = (
-            h if output_size[0] is None else output_size[0],
-            w if output_size[1] is None else output_size[1],
-        )
-    else:
-        size = output_size
-    oh, ow = _ints(size, 2, "output_size")
+    oh, ow = _adaptive_size(h, w, output_size)
     if h % oh == 0 and w % ow == 0:
         k = (h // oh, w // ow)
         return _out(x, _call(x, "avg_pool2d", x._native, k, k, ((0, 0), (0, 0))), x._dtype)
@@ -491,14 +494,7 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
             f"Received: shape {x.shape}"
         )
     h, w = x.shape[-2:]
-    if isinstance(output_size, Sequence) and len(output_size) == 2:
-        size = (
-            h if output_size[0] is None else output_size[0],
-            w if output_size[1] is None else output_size[1],
-        )
-    else:
-        size = output_size
-    oh, ow = _ints(size, 2, "output_size")
+    oh, ow = _adaptive_size(h, w, output_size)
     if x.ndim == 4 and h % oh == 0 and w % ow == 0:
         return max_pool2d(x, (h // oh, w // ow))
     return _window_max(_window_max(x, x.ndim - 2, oh), x.ndim - 1, ow)

@@ -917,6 +917,14 @@ def _as_parameter(value: Any) -> Any:
     return value if isinstance(value, Parameter) else Parameter(_as_tensor(value))
 
 
+def _parameter_lines(parameters: Mapping[str, Any]) -> str:
+    """A parameter container's entries, one line each, as PyTorch prints them."""
+    return "\n".join(
+        f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+        for name, p in parameters.items()
+    )
+
+
 class ParameterList(Block):
     """Parameters held in a list, as ``torch.nn.ParameterList``: registered (the owner's
     ``parameters()`` and ``state_dict`` hold them, under ``0``, ``1``, ...), indexed,
@@ -954,10 +962,7 @@ class ParameterList(Block):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(
-            f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-            for name, p in self._parameters.items()
-        )
+        return _parameter_lines(self._parameters)
 
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(
@@ -1010,10 +1015,7 @@ class ParameterDict(Block):
             self[name] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(
-            f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-            for name, p in self._parameters.items()
-        )
+        return _parameter_lines(self._parameters)
 
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(

@@ -33,6 +33,16 @@ __all__ = [
 ]
 
 
+def _normalized_shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
+    """The trailing shape a LayerNorm or RMSNorm normalises over, checked."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or any(not isinstance(s, int) or s <= 0 for s in shape):
+        raise ValueError(
+            f"Expected normalized_shape of positive ints. Received: {normalized_shape!r}"
+        )
+    return shape
+
+
 class LayerNorm(Block):
     """Normalise over the last axes (``normalized_shape``), then scale and shift.
 
@@ -49,13 +59,7 @@ class LayerNorm(Block):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        shape = (
-            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        )
-        if not shape or any(not isinstance(s, int) or s <= 0 for s in shape):
-            raise ValueError(
-                f"Expected normalized_shape of positive ints. Received: {normalized_shape!r}"
-            )
+        shape = _normalized_shape(normalized_shape)
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
@@ -94,13 +98,7 @@ class RMSNorm(Block):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        shape = (
-            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        )
-        if not shape or any(not isinstance(s, int) or s <= 0 for s in shape):
-            raise ValueError(
-                f"Expected normalized_shape of positive ints. Received: {normalized_shape!r}"
-            )
+        shape = _normalized_shape(normalized_shape)
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
